@@ -1,0 +1,74 @@
+"""Chat records: conversations and their messages. An assistant message's UUID is the
+request id that follows a request through every tier (stream, KV and request keys in
+Redis are derived from it)."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+
+
+class Conversation(models.Model):
+    class Channel(models.TextChoices):
+        WIDGET = "widget"
+        API = "api"
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        CLOSED = "closed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="conversations")
+    channel = models.CharField(max_length=8, choices=Channel.choices)
+    visitor_id = models.CharField(max_length=128, blank=True, default="")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.OPEN)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["tenant", "-updated_at"])]
+
+    def __str__(self) -> str:
+        return f"conversation {self.id} ({self.tenant_id})"
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        SYSTEM = "system"
+        USER = "user"
+        ASSISTANT = "assistant"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        PREFILLING = "prefilling"
+        DECODING = "decoding"
+        DONE = "done"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField(blank=True, default="")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DONE)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    finish_reason = models.CharField(max_length=32, blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    ttft_ms = models.FloatField(null=True, blank=True)
+    duration_ms = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["conversation", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.role} message {self.id}"
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in {self.Status.DONE, self.Status.FAILED, self.Status.CANCELLED}

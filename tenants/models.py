@@ -1,0 +1,156 @@
+"""Who may do what and how much: tenants, members, API keys, quotas, compute pools,
+allocations and usage. Rules live in `services.py`; reads scoped to a tenant in
+`selectors.py`."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Tenant(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    system_prompt = models.TextField(
+        blank=True,
+        default="You are a helpful, concise customer-support assistant.",
+        help_text="The support persona: always the first message of every prompt.",
+    )
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner"
+        ADMIN = "admin"
+        VIEWER = "viewer"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "tenant"], name="uniq_membership")]
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.tenant} ({self.role})"
+
+
+class ApiKey(models.Model):
+    class Kind(models.TextChoices):
+        SECRET = "secret"  # sk_…: server-to-server, REST API; only its hash is stored
+        WIDGET = "widget"  # pk_…: publishable, embedded in pages, limited to allowed origins
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    name = models.CharField(max_length=100, blank=True, default="")
+    # SHA-256 of the whole key. Keys are 32 random bytes, so a fast hash is enough
+    # (no dictionary to attack), and lookups stay one indexed query.
+    key_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=16, help_text="First characters, for display only.")
+    # Publishable keys are public by design (they sit in page source), so the console
+    # may show them again for the embed snippet. Secret keys never have this set.
+    public_key = models.CharField(max_length=80, blank=True, default="")
+    allowed_origins = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.kind}, {self.tenant})"
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+
+class Quota(models.Model):
+    tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, related_name="quota")
+    requests_per_minute = models.PositiveIntegerField(default=60)
+    tokens_per_minute = models.PositiveIntegerField(default=100_000)
+    max_concurrent_streams = models.PositiveIntegerField(default=16)
+    daily_token_budget = models.PositiveBigIntegerField(default=2_000_000)
+    max_prompt_tokens = models.PositiveIntegerField(default=1536)
+    max_output_tokens = models.PositiveIntegerField(default=512)
+
+    def __str__(self) -> str:
+        return f"quota({self.tenant})"
+
+
+class ComputePool(models.Model):
+    class Role(models.TextChoices):
+        PREFILL = "prefill"
+        DECODE = "decode"
+        COLOCATED = "colocated"
+
+    slug = models.SlugField(max_length=64)
+    role = models.CharField(max_length=16, choices=Role.choices)
+    device = models.CharField(max_length=64, default="cpu", help_text="e.g. cpu, cuda:0, h200")
+    dedicated = models.BooleanField(default=False, help_text="Serves only tenants allocated to it.")
+    max_batch = models.PositiveIntegerField(default=64)
+    description = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["role", "slug"]
+        constraints = [models.UniqueConstraint(fields=["slug", "role"], name="uniq_pool_slug_role")]
+
+    def __str__(self) -> str:
+        return f"{self.role}.{self.slug}"
+
+    @property
+    def queue(self) -> str:
+        return f"{self.role}.{self.slug}"
+
+
+class Allocation(models.Model):
+    tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, related_name="allocation")
+    prefill_pool = models.ForeignKey(
+        ComputePool, on_delete=models.PROTECT, related_name="prefill_allocations",
+        limit_choices_to={"role__in": ["prefill", "colocated"]},
+    )
+    decode_pool = models.ForeignKey(
+        ComputePool, on_delete=models.PROTECT, related_name="decode_allocations",
+        limit_choices_to={"role__in": ["decode", "colocated"]},
+    )
+    priority = models.IntegerField(default=0, help_text="Higher is admitted first in shared pools.")
+    max_decode_slots = models.PositiveIntegerField(
+        default=16, help_text="Cap on this tenant's share of a shared decode pool's batch."
+    )
+
+    def __str__(self) -> str:
+        return f"allocation({self.tenant})"
+
+
+class UsageRecord(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="usage_records")
+    api_key = models.ForeignKey(ApiKey, on_delete=models.SET_NULL, null=True, blank=True)
+    message_id = models.UUIDField(unique=True, help_text="The assistant message (request id).")
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    cached_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    ttft_ms = models.FloatField(null=True, blank=True)
+    duration_ms = models.FloatField(null=True, blank=True)
+    prefill_pool = models.CharField(max_length=64, blank=True, default="")
+    decode_pool = models.CharField(max_length=64, blank=True, default="")
+    prefill_worker = models.CharField(max_length=200, blank=True, default="")
+    decode_worker = models.CharField(max_length=200, blank=True, default="")
+    finish_reason = models.CharField(max_length=32, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["tenant", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"usage({self.tenant}, {self.message_id})"
