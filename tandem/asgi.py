@@ -7,6 +7,14 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tandem.settings")
 django_asgi_app = get_asgi_application()
 
+from django.conf import settings  # noqa: E402
+
+if settings.DEBUG:
+    # daphne does not serve static files; in development Django's handler does.
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    django_asgi_app = ASGIStaticFilesHandler(django_asgi_app)
+
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from tandem.routing import websocket_urlpatterns  # noqa: E402

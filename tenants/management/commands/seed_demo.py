@@ -1,0 +1,61 @@
+"""`manage.py seed_demo`: default pools, a demo tenant and an admin user. Idempotent:
+a second run changes nothing except that it issues fresh demo keys when asked."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from tenants import selectors, services
+from tenants.models import ApiKey, Membership
+
+DEMO_SLUG = "demo"
+DEMO_ORIGINS = ["http://127.0.0.1:8000", "http://localhost:8000"]
+
+
+class Command(BaseCommand):
+    help = "Create the default pools, a demo tenant and an admin user (idempotent)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--admin-user", default=os.environ.get("TANDEM_ADMIN_USER", "admin"))
+        parser.add_argument("--admin-password", default=os.environ.get("TANDEM_ADMIN_PASSWORD", "tandem-admin"))
+        parser.add_argument("--json", action="store_true")
+
+    @transaction.atomic
+    def handle(self, *args, admin_user, admin_password, **opts):
+        services.pools_ensure_defaults()
+        tenant = selectors.tenant_get(slug=DEMO_SLUG)
+        secret_plaintext = None
+        if tenant is None:
+            created = services.tenant_create(
+                slug=DEMO_SLUG, name="Demo Co.", allowed_origins=DEMO_ORIGINS,
+                system_prompt="You are the friendly support assistant of Demo Co. Answer briefly.",
+            )
+            tenant, secret_plaintext = created.tenant, created.secret_key.plaintext
+        widget = ApiKey.objects.filter(tenant=tenant, kind=ApiKey.Kind.WIDGET, revoked_at__isnull=True).first()
+        User = get_user_model()
+        user, made = User.objects.get_or_create(
+            username=admin_user, defaults={"is_staff": True, "is_superuser": True}
+        )
+        # Keep the printed credentials true: reset the password if it was changed.
+        if made or not user.check_password(admin_password):
+            user.set_password(admin_password)
+            user.save()
+        Membership.objects.get_or_create(user=user, tenant=tenant, defaults={"role": Membership.Role.OWNER})
+        info = {
+            "admin_url": "http://127.0.0.1:8000/admin/",
+            "admin_user": admin_user,
+            "admin_password": admin_password,
+            "tenant": tenant.slug,
+            "widget_key": widget.public_key if widget else None,
+            "secret_key": secret_plaintext or "(issued at the first seed; `manage.py tenant rotate-key demo` makes a new one)",
+        }
+        if opts.get("json"):
+            self.stdout.write(json.dumps(info))
+            return
+        for k, v in info.items():
+            self.stdout.write(f"  {k:<15} {v}")
