@@ -1,0 +1,89 @@
+"""Engine configuration: which weights, on which device and dtype, and the sizes of the
+batches and caches. Owns resolving "auto" choices against the machine it runs on and
+applying the CPU thread settings; it loads nothing and holds no state of its own.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}
+
+
+@dataclass
+class EngineConfig:
+    # A Hugging Face model directory, or an id already in the local HF cache (never fetched).
+    model: str | Path
+    device: str = "auto"  # "auto" | "cpu" | "cuda" | "cuda:N"
+    dtype: str = "auto"  # "auto" | "bfloat16" | "float32" | "float16"
+    # Torch intra-op threads; None = one per core this process may run on.
+    num_threads: int | None = None
+    # Core ids to pin this process to (os.sched_setaffinity), e.g. to keep a prefill and a
+    # decode worker on the same host from fighting over cores. None = leave as is.
+    cpu_affinity: list[int] | None = None
+    # Decode: at most this many sequences step together (slots of the batch KV cache).
+    max_batch: int = 64
+    # Decode: KV tokens the running batch may hold in all, each sequence reserving
+    # min(prompt + max_tokens, max_context) when it joins. None = max_batch * max_context.
+    kv_token_budget: int | None = None
+    # Longest sequence (prompt + output) the engine serves; also the RoPE table's length.
+    max_context: int = 2048
+    # Prefill: prompts per forward, and an upper bound on padded tokens per forward.
+    prefill_max_batch: int = 8
+    prefill_max_tokens: int = 8192
+    # Colocated engine with chunked prefill: prompt tokens per chunk between decode steps.
+    prefill_chunk: int = 256
+    # Prefix cache: KV tokens kept for reuse (0 disables it) and the block size of its keys.
+    prefix_cache_tokens: int = 16384
+    prefix_block: int = 32
+
+    def __post_init__(self) -> None:
+        if self.kv_token_budget is None:
+            self.kv_token_budget = self.max_batch * self.max_context
+        if self.kv_token_budget < self.max_context:
+            # Every admissible sequence must fit an empty batch, or it would wait forever.
+            raise ValueError("kv_token_budget must be at least max_context")
+        if self.dtype not in ("auto", *DTYPES):
+            raise ValueError(f"unknown dtype {self.dtype!r}")
+        if self.max_batch < 1 or self.prefill_max_batch < 1 or self.prefill_chunk < 1:
+            raise ValueError("batch sizes and prefill_chunk must be positive")
+
+    def resolve_device(self) -> torch.device:
+        if self.device == "auto":
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return torch.device(self.device)
+
+    def resolve_dtype(self, device: torch.device | None = None) -> torch.dtype:
+        if self.dtype != "auto":
+            return DTYPES[self.dtype]
+        device = device or self.resolve_device()
+        if device.type == "cuda":
+            return torch.bfloat16
+        # bf16 on a CPU without native bf16 units is emulated and slower than fp32.
+        return torch.bfloat16 if cpu_has_bf16() else torch.float32
+
+    def apply_cpu_settings(self) -> None:
+        """Pin cores and set torch's thread count; never leave them to chance."""
+        if self.cpu_affinity is not None and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, set(self.cpu_affinity))
+        threads = self.num_threads
+        if threads is None:
+            threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        torch.set_num_threads(max(1, int(threads or 1)))
+
+
+def cpu_has_bf16() -> bool:
+    """True when /proc/cpuinfo lists AMX-BF16 or AVX512-BF16 (native bf16 matmul)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool({"amx_bf16", "avx512_bf16"} & flags)
+    except OSError:
+        pass
+    return False

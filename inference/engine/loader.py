@@ -1,0 +1,158 @@
+"""Loading a model the engine can serve: a Hugging Face directory (or an id already in the
+local HF cache; nothing is ever fetched), checked against what DecoderModel implements,
+turned into a DecoderModel, with its tokenizer, its EOS ids and a fingerprint of the
+weights that is written into every KV cache it produces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .config import EngineConfig
+from .model import DecoderModel
+
+# Decoder-only models whose forward is the one ModelRunner implements: pre-norm RMSNorm,
+# RoPE, grouped-query attention, SwiGLU MLP (Qwen2 adds q/k/v biases).
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2")
+# RoPE variants whose frequencies do not depend on the sequence length at run time.
+SUPPORTED_ROPE_TYPES = (None, "default", "linear", "llama3", "yarn")
+# Config keys that change between saves of the same weights and must not change the hash.
+_VOLATILE_CONFIG_KEYS = ("transformers_version", "torch_dtype", "dtype", "_name_or_path", "use_cache")
+_SAMPLE_BYTES = 1 << 16
+_SAMPLES_PER_FILE = 16
+
+
+class UnsupportedModelError(ValueError):
+    """The model cannot be served by this engine; the message says why."""
+
+
+@dataclass
+class LoadedModel:
+    model: DecoderModel
+    tokenizer: Any  # a transformers PreTrainedTokenizerBase
+    fingerprint: str
+    eos_token_ids: frozenset[int]
+    model_dir: Path
+
+
+def resolve_model_dir(model: str | Path) -> Path:
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return path
+    if path.is_absolute() or str(model).startswith((".", "~")) or str(model).count("/") > 1:
+        raise UnsupportedModelError(f"model directory {path} does not exist")
+    try:  # a hub id: only what is already in the local cache
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(str(model), local_files_only=True))
+    except Exception as exc:  # noqa: BLE001 - any failure means "not available offline"
+        raise UnsupportedModelError(
+            f"model {model!r} is neither a directory nor in the local Hugging Face cache "
+            "(the engine never downloads weights)"
+        ) from exc
+
+
+def check_supported(hf_config: Any, max_context: int) -> None:
+    model_type = getattr(hf_config, "model_type", None)
+    if model_type not in SUPPORTED_MODEL_TYPES:
+        raise UnsupportedModelError(
+            f"model type {model_type!r} is not supported; the engine serves "
+            f"{', '.join(SUPPORTED_MODEL_TYPES)}-style decoders"
+        )
+    if getattr(hf_config, "hidden_act", "silu") != "silu":
+        raise UnsupportedModelError(f"activation {hf_config.hidden_act!r} is not supported (SwiGLU/silu only)")
+    if getattr(hf_config, "mlp_bias", False):
+        raise UnsupportedModelError("MLP biases are not supported")
+    rope = getattr(hf_config, "rope_scaling", None) or {}
+    rope_type = rope.get("rope_type", rope.get("type"))
+    if rope_type not in SUPPORTED_ROPE_TYPES:
+        raise UnsupportedModelError(f"RoPE scaling {rope_type!r} is not supported")
+    window = getattr(hf_config, "sliding_window", None)
+    uses_window = getattr(hf_config, "use_sliding_window", model_type == "mistral")
+    if uses_window and window is not None and window < max_context:
+        raise UnsupportedModelError(
+            f"sliding-window attention ({window}) shorter than max_context ({max_context}) is not supported"
+        )
+
+
+def model_fingerprint(model_dir: Path) -> str:
+    """sha256 over the config and the weight files' headers and sampled bytes.
+
+    Independent of the dtype the weights are served in, so a bf16 prefill tier and an
+    fp32 decode tier of the same weights accept each other's KV. Sampling (rather than
+    hashing gigabytes) is enough to tell different checkpoints apart.
+    """
+    h = hashlib.sha256()
+    config = json.loads((model_dir / "config.json").read_text())
+    for key in _VOLATILE_CONFIG_KEYS:
+        config.pop(key, None)
+    h.update(json.dumps(config, sort_keys=True).encode())
+    weight_files = sorted(model_dir.glob("*.safetensors")) or sorted(model_dir.glob("*.bin"))
+    if not weight_files:
+        raise UnsupportedModelError(f"no weight files (*.safetensors, *.bin) in {model_dir}")
+    for path in weight_files:
+        size = path.stat().st_size
+        h.update(f"{path.name}:{size}".encode())
+        with open(path, "rb") as f:
+            if path.suffix == ".safetensors":
+                header_len = int.from_bytes(f.read(8), "little")
+                h.update(f.read(header_len))  # names, dtypes, shapes, offsets
+            for i in range(_SAMPLES_PER_FILE):
+                f.seek(size * i // _SAMPLES_PER_FILE)
+                h.update(f.read(_SAMPLE_BYTES))
+    return h.hexdigest()[:32]
+
+
+def eos_ids(model_dir: Path, hf_config: Any, tokenizer: Any) -> frozenset[int]:
+    ids: set[int] = set()
+    gen_path = model_dir / "generation_config.json"
+    sources = [getattr(hf_config, "eos_token_id", None)]
+    if gen_path.exists():
+        sources.append(json.loads(gen_path.read_text()).get("eos_token_id"))
+    if not any(s is not None for s in sources):
+        sources.append(getattr(tokenizer, "eos_token_id", None))
+    for s in sources:
+        if isinstance(s, int):
+            ids.add(s)
+        elif isinstance(s, list):
+            ids.update(int(x) for x in s)
+    return frozenset(ids)
+
+
+def load_model(config: EngineConfig) -> LoadedModel:
+    """Load weights and tokenizer for `config.model`, or raise UnsupportedModelError."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    config.apply_cpu_settings()
+    model_dir = resolve_model_dir(config.model)
+    if not (model_dir / "config.json").exists():
+        raise UnsupportedModelError(f"{model_dir} has no config.json; not a Hugging Face model directory")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    hf_config = AutoConfig.from_pretrained(model_dir, local_files_only=True)
+    check_supported(hf_config, config.max_context)
+    fingerprint = model_fingerprint(model_dir)
+    device = config.resolve_device()
+    dtype = config.resolve_dtype(device)
+    hf_model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, local_files_only=True)
+    hf_model.eval()
+    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    model = DecoderModel(hf_model, device=device, dtype=dtype, max_context=config.max_context)
+    del hf_model  # DecoderModel holds (fused copies of) every weight it needs
+    return LoadedModel(
+        model=model,
+        tokenizer=tokenizer,
+        fingerprint=fingerprint,
+        eos_token_ids=eos_ids(model_dir, hf_config, tokenizer),
+        model_dir=model_dir,
+    )
+
+
+def torch_dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")

@@ -1,0 +1,147 @@
+"""The prefill engine: prompts in, each prompt's first token and KV cache out.
+
+Owns batching prompts into forwards (sorted by length, bounded by prefill_max_batch and
+prefill_max_tokens padded tokens), the prefix cache (only the uncached suffix of a prompt
+is computed), and sampling the first output token (index 0). The KV it returns is on the
+CPU by default, contiguous, ready for the KV store; the colocated engine keeps it on the
+model's device instead. Calls from several threads are serialised: one forward at a time
+makes best use of the cores (or the GPU) anyway.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from .config import EngineConfig
+from .kv import KVCache
+from .loader import LoadedModel
+from .prefix_cache import PrefixCache, PrefixHit
+from .sampling import SamplingParams, make_generator, sample_tokens
+
+
+@dataclass
+class PrefillRequest:
+    request_id: str
+    token_ids: list[int]
+    sampling: SamplingParams
+    cache_salt: str | None = None  # the tenant: prefix-cache entries are never shared across salts
+
+
+@dataclass
+class PrefillResult:
+    request_id: str
+    first_token: int  # output index 0
+    kv: KVCache  # the prompt's KV, [L, Hkv, len(token_ids), D]
+    cached_tokens: int  # prompt tokens whose KV came from the prefix cache
+    # queue_ms (waiting in this call), lookup_ms (prefix cache), compute_ms (forward and
+    # sampling of this request's batch, shared by its batch-mates), batch_size.
+    timings: dict[str, float] = field(default_factory=dict)
+    # Set when the first token already ends the sequence: "stop" (a stop token: do not
+    # emit it), "length" (max_tokens == 1) or "context" (no room for a second token).
+    # None means: hand to decode.
+    finish_reason: str | None = None
+
+
+@dataclass
+class _Item:
+    index: int
+    req: PrefillRequest
+    hit: PrefixHit | None
+    lookup_ms: float
+
+    @property
+    def suffix(self) -> list[int]:
+        return self.req.token_ids[self.hit.tokens :] if self.hit else self.req.token_ids
+
+
+class PrefillEngine:
+    def __init__(self, model: LoadedModel, config: EngineConfig, *, kv_device: str | torch.device = "cpu"):
+        self.model = model.model
+        self.config = config
+        self.fingerprint = model.fingerprint
+        self.eos_ids = model.eos_token_ids
+        self.kv_device = torch.device(kv_device)
+        self.prefix_cache = (
+            PrefixCache(fingerprint=model.fingerprint, max_tokens=config.prefix_cache_tokens,
+                        block_size=config.prefix_block)
+            if config.prefix_cache_tokens > 0 else None
+        )
+        self._lock = threading.Lock()
+
+    def prefill(self, requests: list[PrefillRequest]) -> list[PrefillResult]:
+        """Results in the order of `requests`. Raises ValueError, before computing
+        anything, for an empty prompt or one with no room for an output token."""
+        t_call = time.perf_counter()
+        for r in requests:
+            if not r.token_ids or len(r.token_ids) >= self.config.max_context:
+                raise ValueError(
+                    f"prompt of {r.request_id} has {len(r.token_ids)} tokens; need 1..{self.config.max_context - 1}"
+                )
+        results: list[PrefillResult | None] = [None] * len(requests)
+        with self._lock:
+            items = []
+            for i, r in enumerate(requests):
+                t0 = time.perf_counter()
+                hit = self.lookup(r.token_ids, r.cache_salt)
+                items.append(_Item(i, r, hit, (time.perf_counter() - t0) * 1e3))
+            for batch in self._batches(items):
+                t_start = time.perf_counter()
+                kvs, logits = self.model.prefill(
+                    [it.suffix for it in batch],
+                    [(it.hit.k, it.hit.v) if it.hit else None for it in batch],
+                )
+                params = [it.req.sampling for it in batch]
+                gens = [make_generator(p, tokens_done=0) for p in params]
+                firsts = sample_tokens(logits, params, gens).tolist()
+                compute_ms = (time.perf_counter() - t_start) * 1e3
+                for it, (k, v), first in zip(batch, kvs, firsts, strict=True):
+                    self.remember(it.req.token_ids, it.req.cache_salt, k, v)
+                    results[it.index] = PrefillResult(
+                        request_id=it.req.request_id,
+                        first_token=first,
+                        kv=KVCache(k.to(self.kv_device).contiguous(), v.to(self.kv_device).contiguous(),
+                                   self.fingerprint),
+                        cached_tokens=it.hit.tokens if it.hit else 0,
+                        timings={"queue_ms": (t_start - t_call) * 1e3, "lookup_ms": it.lookup_ms,
+                                 "compute_ms": compute_ms, "batch_size": float(len(batch))},
+                        finish_reason=self.first_token_finish(it.req, first),
+                    )
+        return [r for r in results if r is not None]
+
+    # -- building blocks, also used by the colocated engine ------------------------------
+
+    def lookup(self, token_ids: list[int], salt: str | None) -> PrefixHit | None:
+        return self.prefix_cache.lookup(token_ids, salt) if self.prefix_cache else None
+
+    def remember(self, token_ids: list[int], salt: str | None, k: torch.Tensor, v: torch.Tensor) -> None:
+        if self.prefix_cache is not None:
+            self.prefix_cache.insert(token_ids, salt, k, v)
+
+    def first_token_finish(self, req: PrefillRequest, first: int) -> str | None:
+        s = req.sampling
+        if first in s.stop_token_ids or (not s.ignore_eos and first in self.eos_ids):
+            return "stop"
+        if s.max_tokens <= 1:
+            return "length"
+        if len(req.token_ids) + 1 >= self.config.max_context:
+            return "context"
+        return None
+
+    def _batches(self, items: list[_Item]) -> list[list[_Item]]:
+        """Similar lengths together (less padding), within the batch and token bounds."""
+        batches: list[list[_Item]] = []
+        current: list[_Item] = []
+        for it in sorted(items, key=lambda it: len(it.suffix)):
+            longest = len(it.suffix)  # sorted: the newest item is the longest
+            if current and (len(current) >= self.config.prefill_max_batch
+                            or longest * (len(current) + 1) > self.config.prefill_max_tokens):
+                batches.append(current)
+                current = []
+            current.append(it)
+        if current:
+            batches.append(current)
+        return batches

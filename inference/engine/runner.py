@@ -1,0 +1,101 @@
+"""The batch runner: the running decode batch and its KV cache, one step at a time.
+
+Owns a preallocated per-slot KV cache [L, max_batch, Hkv, capacity, D] and the sequences
+in its slots. Slots are kept compact (sequences occupy 0..n-1; a leaving sequence's slot
+is refilled by the last one) so a step runs on plain views of the first n rows, with no
+gather. Capacity (positions per slot) grows by doubling up to max_context, so memory
+follows the longest sequence in flight rather than the worst case.
+
+Knows nothing of queues, threads or admission: the decode and colocated engines decide
+who joins and leaves; this class makes it so and runs the forward + sampling.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .kv import KVCache
+from .model import DecoderModel
+from .sampling import sample_tokens
+from .sequence import Sequence
+
+_MIN_CAPACITY = 256
+
+
+class BatchRunner:
+    def __init__(self, model: DecoderModel, *, max_batch: int, max_context: int):
+        self.model = model
+        self.max_batch = max_batch
+        self.max_context = max_context
+        self.seqs: list[Sequence] = []  # seqs[i] lives in slot i
+        self.capacity = 0
+        self.cache_k = self.cache_v = torch.empty(0)  # [L, max_batch, Hkv, capacity, D]
+        self._ensure_capacity(min(_MIN_CAPACITY, max_context))
+
+    @property
+    def size(self) -> int:
+        return len(self.seqs)
+
+    @property
+    def kv_tokens(self) -> int:
+        return sum(s.kv_len for s in self.seqs)
+
+    def join(self, seq: Sequence, kv: KVCache) -> None:
+        """Put a sequence into the next free slot, copying its prompt KV into the cache."""
+        if self.size >= self.max_batch:
+            raise RuntimeError("no free decode slot")
+        slot = self.size
+        n = kv.length
+        self._ensure_capacity(seq.kv_len + 1)
+        dev, dt = self.model.device, self.model.dtype
+        self.cache_k[:, slot, :, :n] = kv.k.to(device=dev, dtype=dt, non_blocking=True)
+        self.cache_v[:, slot, :, :n] = kv.v.to(device=dev, dtype=dt, non_blocking=True)
+        self.seqs.append(seq)
+
+    def remove(self, slot: int) -> Sequence:
+        """Free a slot; the last sequence moves into it so slots stay 0..n-1."""
+        seq = self.seqs[slot]
+        last = self.size - 1
+        if slot != last:
+            moved = self.seqs[last]
+            n = moved.kv_len
+            self.cache_k[:, slot, :, :n] = self.cache_k[:, last, :, :n]
+            self.cache_v[:, slot, :, :n] = self.cache_v[:, last, :, :n]
+            self.seqs[slot] = moved
+        self.seqs.pop()
+        return seq
+
+    def step(self) -> list[int]:
+        """Feed every slot's last token, sample the next one; returns them by slot."""
+        n = self.size
+        dev = self.model.device
+        # Host-side lists (not device tensors) drive positions, so the only device->host
+        # sync per step is reading the sampled tokens back.
+        lengths = [s.kv_len for s in self.seqs]  # the fed token's position, per slot
+        kv_len = max(lengths) + 1
+        self._ensure_capacity(kv_len)
+        input_ids = torch.tensor([[s.tokens[-1]] for s in self.seqs], device=dev)  # [n, 1]
+        positions = torch.tensor(lengths, device=dev)[:, None]  # [n, 1]
+        logits = self.model.forward(
+            input_ids,
+            positions,
+            self.cache_k[:, :n],  # [L, n, Hkv, capacity, D] view
+            self.cache_v[:, :n],
+            kv_len,
+            torch.zeros(n, dtype=torch.long, device=dev),
+        )  # [n, V]
+        tokens = sample_tokens(logits, [s.sampling for s in self.seqs], [s.generator for s in self.seqs])
+        return tokens.tolist()
+
+    def _ensure_capacity(self, needed: int) -> None:
+        if needed <= self.capacity:
+            return
+        if needed > self.max_context:
+            raise RuntimeError(f"sequence of {needed} positions exceeds max_context {self.max_context}")
+        new_cap = min(self.max_context, max(needed, 2 * self.capacity, _MIN_CAPACITY))
+        k, v = self.model.new_kv(self.max_batch, new_cap)
+        if self.capacity:
+            n = self.size
+            k[:, :n, :, : self.capacity] = self.cache_k[:, :n]
+            v[:, :n, :, : self.capacity] = self.cache_v[:, :n]
+        self.cache_k, self.cache_v, self.capacity = k, v, new_cap
