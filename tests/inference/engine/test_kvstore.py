@@ -23,17 +23,23 @@ from inference.engine.kvstore import (
     from_url,
 )
 
-REDIS_URL = os.environ.get("TANDEM_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+def redis_url() -> str:
+    # The shared conftest exports REDIS_URL (CI's database, or an embedded server);
+    # keys here live under a unique prefix, so sharing that database is safe.
+    return os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
 FINGERPRINT = "smollm2-135m-instruct@test"
 
 
 @pytest.fixture
-def redis_client():
-    client = redis.Redis.from_url(REDIS_URL)
+def kv_redis():
+    client = redis.Redis.from_url(redis_url())
     try:
         client.ping()
     except redis.ConnectionError as exc:
-        pytest.fail(f"Redis is needed at {REDIS_URL} (set TANDEM_TEST_REDIS_URL): {exc}")
+        pytest.fail(f"Redis is needed at {redis_url()} (REDIS_URL): {exc}")
     yield client
     client.close()
 
@@ -48,14 +54,14 @@ def shm_dir():
 
 
 @pytest.fixture(params=["redis", "shm"])
-def store(request, redis_client, shm_dir):
+def store(request, kv_redis, shm_dir):
     if request.param == "shm":
         yield SharedMemoryKVStore(shm_dir)
         return
     prefix = f"test:kv:{uuid.uuid4().hex}:"
-    yield RedisKVStore(redis_client, prefix=prefix)
-    for key in redis_client.scan_iter(match=prefix + "*"):
-        redis_client.delete(key)
+    yield RedisKVStore(kv_redis, prefix=prefix)
+    for key in kv_redis.scan_iter(match=prefix + "*"):
+        kv_redis.delete(key)
 
 
 def make_kv(
@@ -276,7 +282,7 @@ def test_malformed_caches_are_rejected_at_put(store):
 
 
 def test_from_url_picks_the_backend(shm_dir):
-    redis_store = from_url(REDIS_URL, prefix="t:")
+    redis_store = from_url(redis_url(), prefix="t:")
     assert isinstance(redis_store, RedisKVStore) and redis_store.key("abc") == "t:abc"
     redis_store.close()
     for scheme in ("shm", "file"):
@@ -290,4 +296,4 @@ def test_from_url_picks_the_backend(shm_dir):
 
 def test_redis_store_refuses_a_decoding_client():
     with pytest.raises(ValueError, match="decode_responses"):
-        RedisKVStore(redis.Redis.from_url(REDIS_URL, decode_responses=True))
+        RedisKVStore(redis.Redis.from_url(redis_url(), decode_responses=True))
