@@ -185,7 +185,9 @@ class DecoderModel:
         past_lens = [0 if p is None else int(p[0].shape[2]) for p in pasts]
         lens = [len(p) for p in prompts]
         S = max(lens)
-        T = max(pl + n for pl, n in zip(past_lens, lens, strict=True))
+        # One scratch position past the longest row takes every padding token's KV, so
+        # padding never overwrites a real position and never sees past max_context.
+        T = max(pl + n for pl, n in zip(past_lens, lens, strict=True)) + 1
         cache_k, cache_v = self.new_kv(B, T)
         ids = torch.zeros((B, S), dtype=torch.long)
         for b, (prompt, past) in enumerate(zip(prompts, pasts, strict=True)):
@@ -193,9 +195,11 @@ class DecoderModel:
             if past is not None:
                 cache_k[:, b, :, : past_lens[b]] = past[0]
                 cache_v[:, b, :, : past_lens[b]] = past[1]
-        # Padding tokens sit after each row's prompt; their keys land beyond the row's
-        # length, where no real query of that row can see them.
-        positions = torch.tensor(past_lens)[:, None] + torch.arange(S)[None, :]  # [B, S]
+        # Real tokens at past + i; padding at the scratch position T - 1, which is after
+        # every real query's position and so invisible to it.
+        offsets = torch.arange(S)[None, :]  # [1, S]
+        positions = torch.tensor(past_lens)[:, None] + offsets  # [B, S]
+        positions = torch.where(offsets < torch.tensor(lens)[:, None], positions, T - 1)
         logit_index = torch.tensor(lens) - 1
         logits = self.forward(
             ids.to(self.device), positions.to(self.device), cache_k, cache_v, T, logit_index.to(self.device)

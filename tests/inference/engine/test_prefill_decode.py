@@ -15,7 +15,15 @@ from inference.engine.prefill import PrefillEngine, PrefillRequest
 from inference.engine.prepare import DEFAULT_DIR as REAL_MODEL_DIR
 from inference.engine.sampling import SamplingParams
 
-from .conftest import GREEDY, PROMPTS, decode_request, hf_argmax_loop, hf_greedy, prefill_one, prompt
+from .conftest import (
+    GREEDY,
+    PROMPTS,
+    decode_request,
+    hf_argmax_loop,
+    hf_greedy,
+    prefill_one,
+    prompt,
+)
 
 
 def run_disaggregated(prefill_engine, decode, prompts, *, prefill_groups):
