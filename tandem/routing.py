@@ -1,1 +1,7 @@
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from tandem.chat.consumers import ChatConsumer
+
+websocket_urlpatterns = [
+    path("ws/chat/", ChatConsumer.as_asgi()),
+]

@@ -174,5 +174,12 @@ if PRODUCTION:
 
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Tests start real worker processes that must see the test database: a file, not :memory:.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+    # One file per test session: a file deleted and re-created under a process that still
+    # holds it open turns "readonly" in SQLite, so sessions never reuse each other's file.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+
+# How long a request may wait for its first token before the client is told it failed
+# (no live worker, or all workers saturated).
+TANDEM_QUEUE_TIMEOUT_S = float(os.environ.get("TANDEM_QUEUE_TIMEOUT_S", "120"))
+TANDEM_MAX_CONTEXT = int(os.environ.get("TANDEM_MAX_CONTEXT", "2048"))

@@ -30,3 +30,9 @@ def redis_client():
     import redis
 
     return redis.Redis.from_url(os.environ["REDIS_URL"])
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # SQLite test files are per session (see settings); remove this session's.
+    for path in (BASE_DIR / "var").glob(f"test-{os.getpid()}.sqlite3*"):
+        path.unlink(missing_ok=True)

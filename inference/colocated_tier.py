@@ -1,0 +1,51 @@
+"""The colocated tier: one worker does prefill and decode for its pool (small
+deployments, and the baseline disaggregation is measured against). Same contract as the
+two tiers together: tokens to the stream from index 0, then message and usage."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from . import services
+from .decode_tier import SequenceFollower
+from .engine.detokenize import IncrementalDetokenizer
+from .prefill_tier import finish_early, sampling_params
+from .requests import load
+from .runtime import get_runtime
+
+log = logging.getLogger(__name__)
+
+
+def run_colocated(request_id: str) -> None:
+    rt = get_runtime()
+    spec = load(rt.client, request_id)
+    if spec is None:
+        services.request_fail(request_id=request_id, code="expired", message="The request expired in the queue.")
+        return
+    if services.is_cancelled(request_id=request_id):
+        finish_early(rt, spec, reason="cancelled")
+        return
+    rt.track(request_id)
+    try:
+        follower = SequenceFollower(rt, spec, IncrementalDetokenizer(rt.model.tokenizer, spec.prompt_token_ids), [])
+        first_seen: dict = {}
+
+        def on_token(_rid, index, _token, ts):
+            if index == 0:
+                first_seen["ttft_ms"] = (ts - spec.enqueued_at) * 1000
+
+        handle = rt.colocated.submit(
+            request_id, spec.prompt_token_ids, sampling_params(spec), on_token=on_token,
+            on_finish=follower.on_finish, priority=spec.priority, group=str(spec.tenant_id),
+            group_max_slots=spec.max_decode_slots, cache_salt=spec.cache_salt,
+        )
+        services.message_set_status(request_id=request_id, status="decoding")
+        follower.follow(handle)
+        follower.persist(meta={"prefill_worker": rt.name, "ttft_ms": first_seen.get("ttft_ms"),
+                               "started": time.time()}, decode_worker=rt.name)
+    except Exception as exc:
+        log.exception("colocated generation failed for %s", request_id)
+        services.request_fail(request_id=request_id, code="generation_failed", message=f"Generation failed: {exc}")
+    finally:
+        rt.untrack(request_id)

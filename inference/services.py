@@ -1,0 +1,116 @@
+"""The request lifecycle across tiers, as services the web tier and the tasks call:
+submit (spec to Redis, first task enqueued), cancel, fail and finish.
+
+Finishing writes the assistant message and its UsageRecord; it runs in a task thread
+after the engine reports the end, never inside the decode loop."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from django.db import transaction
+from django.utils import timezone
+
+from tandem.chat.models import Message
+from tenants.models import UsageRecord
+
+from . import keys, streams
+from .redis_client import get_redis
+from .requests import RequestSpec, save
+
+CANCEL_TTL_S = 3600
+LISTENER_TTL_S = 30
+
+
+def request_enqueue(*, spec: RequestSpec) -> None:
+    """Store the spec and enqueue the CPU task once the surrounding transaction commits
+    (a worker must never look for a message that is not yet visible)."""
+    from .tasks import preprocess
+
+    spec.enqueued_at = time.time()
+    client = get_redis()
+    save(client, spec)
+    client.set(keys.listener(spec.request_id), "1", ex=LISTENER_TTL_S)
+    transaction.on_commit(lambda: preprocess.apply_async(args=[spec.request_id], queue="cpu"))
+
+
+def listener_touch(*, request_id: str) -> None:
+    """Someone is still reading this request's stream: keep it alive."""
+    get_redis().set(keys.listener(request_id), "1", ex=LISTENER_TTL_S)
+
+
+def request_cancel(*, request_id: str) -> None:
+    """Flag the request cancelled and tell the decode workers at once. Tiers that have
+    not reached it yet check the flag before they start."""
+    client = get_redis()
+    pipe = client.pipeline(transaction=False)
+    pipe.set(keys.cancel(request_id), "1", ex=CANCEL_TTL_S)
+    pipe.publish(keys.CANCEL_CHANNEL, request_id)
+    pipe.execute()
+
+
+def is_cancelled(*, request_id: str) -> bool:
+    return bool(get_redis().exists(keys.cancel(request_id)))
+
+
+def message_set_status(*, request_id: str, status: str) -> None:
+    Message.objects.filter(pk=request_id).exclude(
+        status__in=[Message.Status.DONE, Message.Status.FAILED, Message.Status.CANCELLED]
+    ).update(status=status)
+
+
+def request_fail(*, request_id: str, code: str, message: str) -> None:
+    """Close the stream with an error record and mark the message failed (idempotent: a
+    message already final is left as it is)."""
+    updated = Message.objects.filter(pk=request_id).exclude(
+        status__in=[Message.Status.DONE, Message.Status.FAILED, Message.Status.CANCELLED]
+    ).update(status=Message.Status.FAILED, error=f"{code}: {message}", finished_at=timezone.now())
+    if updated:
+        streams.publish(get_redis(), request_id, [streams.error_record(code, message)])
+    _quota_release(request_id=request_id)
+
+
+def request_finish(
+    *, spec: RequestSpec, text: str, finish_reason: str, prompt_tokens: int, cached_tokens: int,
+    completion_tokens: int, ttft_ms: float | None, duration_ms: float, prefill_worker: str,
+    decode_worker: str,
+) -> None:
+    status = Message.Status.CANCELLED if finish_reason == "cancelled" else Message.Status.DONE
+    with transaction.atomic():
+        Message.objects.filter(pk=spec.request_id).update(
+            content=text, status=status, prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens, finish_reason=finish_reason,
+            ttft_ms=ttft_ms, duration_ms=duration_ms, finished_at=timezone.now(),
+        )
+        UsageRecord.objects.update_or_create(
+            message_id=uuid.UUID(spec.request_id),
+            defaults=dict(
+                tenant_id=spec.tenant_id, api_key_id=spec.api_key_id, prompt_tokens=prompt_tokens,
+                cached_tokens=cached_tokens, completion_tokens=completion_tokens, ttft_ms=ttft_ms,
+                duration_ms=duration_ms, prefill_pool=spec.prefill_pool, decode_pool=spec.decode_pool,
+                prefill_worker=prefill_worker, decode_worker=decode_worker, finish_reason=finish_reason,
+            ),
+        )
+    _quota_reconcile(spec=spec, actual_tokens=prompt_tokens + completion_tokens)
+
+
+def _quota_reconcile(*, spec: RequestSpec, actual_tokens: int) -> None:
+    """Hook for the quota limiter (tenants.quotas): the real count replaces the
+    reservation made at admission."""
+    try:
+        from tenants import quotas
+    except ImportError:
+        return
+    quotas.reconcile(get_redis(), tenant_id=spec.tenant_id, request_id=spec.request_id,
+                     actual_tokens=actual_tokens)
+
+
+def _quota_release(*, request_id: str) -> None:
+    try:
+        from tenants import quotas
+    except ImportError:
+        return
+    msg = Message.objects.filter(pk=request_id).select_related("conversation").first()
+    if msg is not None:
+        quotas.release(get_redis(), tenant_id=msg.conversation.tenant_id, request_id=request_id)

@@ -1,0 +1,55 @@
+"""Worker start-up. A model worker is started with a role and a pool, e.g.
+
+    TANDEM_ROLE=decode TANDEM_POOL=shared celery -A tandem worker -Q decode.shared -P threads -c 64
+
+and loads its engine once, when the worker starts (Celery's `worker_init` signal), in the
+worker's main process: with the threads pool no process is forked after the model (and
+CUDA) is initialised. CPU workers load only the tokenizer, lazily."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from celery.signals import worker_init, worker_shutdown
+
+
+@worker_init.connect
+def _load_engine(**_):
+    role = os.environ.get("TANDEM_ROLE", "cpu")
+    if role == "cpu":
+        return
+    from .runtime import start_runtime
+    from .worker_config import worker_config_from_env
+
+    start_runtime(worker_config_from_env())
+
+
+@worker_shutdown.connect
+def _stop_engine(**_):
+    from . import runtime
+
+    if runtime._runtime is not None:
+        runtime._runtime.stop()
+
+
+def worker_argv(role: str, pool: str, *, concurrency: int) -> list[str]:
+    queue = "cpu" if role == "cpu" else f"{role}.{pool}"
+    return [sys.executable, "-m", "celery", "-A", "tandem", "worker", "-Q", queue,
+            "-P", "threads", "-c", str(concurrency), "-n", f"{role}.{pool}@%h", "--without-gossip",
+            "--without-mingle", "-l", "INFO"]
+
+
+def devstack_workers(cores: list[int]) -> list[tuple[str, list[str], dict[str, str]]]:
+    """The workers `make run` starts: CPU, one prefill and one decode worker on the
+    shared pools, each model worker pinned to its own core when there are two or more."""
+    prefill_cores = cores[:1] if len(cores) >= 2 else cores
+    decode_cores = cores[1:] if len(cores) >= 2 else cores
+    def env(role, cpus):
+        return {"TANDEM_ROLE": role, "TANDEM_POOL": "shared", "TANDEM_CPU_AFFINITY": ",".join(map(str, cpus)),
+                "TANDEM_THREADS": str(len(cpus))}
+    return [
+        ("cpu-worker", worker_argv("cpu", "shared", concurrency=2), {"TANDEM_ROLE": "cpu"}),
+        ("prefill-worker", worker_argv("prefill", "shared", concurrency=8), env("prefill", prefill_cores)),
+        ("decode-worker", worker_argv("decode", "shared", concurrency=64), env("decode", decode_cores)),
+    ]

@@ -1,0 +1,17 @@
+"""The Celery app. Queues: `cpu` (validate, build prompt, tokenize), and per compute
+pool `prefill.<pool>`, `decode.<pool>`, `colocated.<pool>`. Tasks are routed explicitly
+by `inference.routing` (the pool comes from the tenant's allocation), never by name."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tandem.settings")
+
+app = Celery("tandem")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.task_default_queue = "cpu"
+app.autodiscover_tasks(["inference"])
+
+# Worker start-up hooks (engine loading per role) are connected on import.
+import inference.workers  # noqa: E402,F401

@@ -1,0 +1,194 @@
+"""The chat websocket, `/ws/chat/?key=<widget key>`. Protocol: docs/protocol.md.
+
+Thin: it authenticates, parses frames and calls chat services; replies are read from the
+request's Redis Stream (`inference.streams.tail`) and forwarded as they arrive. Each
+request being followed has its own asyncio task, so one socket can follow several, and
+a bad frame never stops the others."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+
+from inference import streams
+from inference.redis_client import get_async_redis
+from inference.services import LISTENER_TTL_S
+from inference.validation import InvalidInput
+from tenants.models import ApiKey
+from tenants.services import AuthenticationFailed, api_key_authenticate, origin_allowed
+
+from . import services
+from .models import Conversation
+
+MAX_FRAME_BYTES = 64 * 1024
+CLOSE_UNAUTHORIZED, CLOSE_FORBIDDEN = 4401, 4403
+
+
+class ChatConsumer(AsyncWebsocketConsumer):
+    # Tokens never travel through the channel layer (it drops messages at capacity), and
+    # this consumer receives nothing else from it: do not hold a layer channel open.
+    channel_layer_alias = "tandem-consumers-use-no-layer"
+
+    async def connect(self):
+        self.api_key = None
+        self.followers: dict[str, asyncio.Task] = {}
+        self.redis = get_async_redis()
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        headers = dict(self.scope.get("headers", []))
+        origin = headers.get(b"origin", b"").decode() or None
+        await self.accept()
+        try:
+            api_key = await database_sync_to_async(api_key_authenticate)(
+                plaintext=(query.get("key") or [""])[0], kind=ApiKey.Kind.WIDGET
+            )
+        except AuthenticationFailed as exc:
+            await self._error(exc.code, str(exc))
+            await self.close(code=CLOSE_UNAUTHORIZED)
+            return
+        if not origin_allowed(api_key=api_key, origin=origin):
+            await self._error("origin_not_allowed", f"Origin {origin!r} is not allowed for this key.")
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        self.api_key = api_key
+        self.visitor_id = (query.get("visitor") or [""])[0][:128]
+
+    async def disconnect(self, code):
+        # A disconnect does not cancel: the client may come back and resume. Requests
+        # nobody listens to are cancelled by the workers once the listener lease lapses.
+        for task in self.followers.values():
+            task.cancel()
+        await self.redis.aclose()
+
+    async def receive(self, text_data=None, bytes_data=None):
+        if self.api_key is None:
+            return
+        if text_data is None or len(text_data) > MAX_FRAME_BYTES:
+            await self._error("invalid_frame", f"Frames must be JSON text under {MAX_FRAME_BYTES} bytes.")
+            return
+        try:
+            frame = json.loads(text_data)
+        except json.JSONDecodeError:
+            await self._error("invalid_json", "The frame is not valid JSON.")
+            return
+        if not isinstance(frame, dict):
+            await self._error("invalid_frame", "A frame must be a JSON object.")
+            return
+        handler = {"message": self._on_message, "cancel": self._on_cancel, "resume": self._on_resume}.get(
+            frame.get("type")
+        )
+        if handler is None:
+            await self._error("unknown_type", "type must be one of: message, cancel, resume.")
+            return
+        await handler(frame)
+
+    async def _on_message(self, frame: dict):
+        conversation = frame.get("conversation")
+        if conversation is not None and not isinstance(conversation, str):
+            await self._error("invalid_frame", "conversation must be an id or null.")
+            return
+        try:
+            sub = await database_sync_to_async(services.chat_submit)(
+                api_key=self.api_key, messages=[("user", frame.get("text"))],
+                conversation_id=conversation, channel=Conversation.Channel.WIDGET,
+                visitor_id=self.visitor_id,
+            )
+        except InvalidInput as exc:
+            await self._error(exc.code, str(exc))
+            return
+        except services.NotFound as exc:
+            await self._error(exc.code, str(exc))
+            return
+        request_id = str(sub.assistant_message.pk)
+        await self._send({"type": "conversation", "id": str(sub.conversation.pk)})
+        await self._send({"type": "start", "message": request_id})
+        if not sub.served:
+            await self._send({"type": "status", "message": request_id, "state": "queued",
+                              "detail": "No worker is serving this tenant's pool right now; the "
+                                        "request is queued."})
+        self._follow(request_id, after=-1, served=sub.served)
+
+    async def _on_cancel(self, frame: dict):
+        try:
+            await database_sync_to_async(services.chat_cancel)(tenant=self.api_key.tenant,
+                                                               message_id=frame.get("message"))
+        except services.NotFound as exc:
+            await self._error(exc.code, str(exc))
+
+    async def _on_resume(self, frame: dict):
+        after = frame.get("after", -1)
+        if not isinstance(after, int) or isinstance(after, bool):
+            await self._error("invalid_frame", "after must be an integer token index.")
+            return
+        try:
+            msg = await database_sync_to_async(services.message_get)(tenant=self.api_key.tenant,
+                                                                    message_id=frame.get("message"))
+        except services.NotFound as exc:
+            await self._error(exc.code, str(exc))
+            return
+        self._follow(str(msg.pk), after=after, served=True)
+
+    def _follow(self, request_id: str, *, after: int, served: bool):
+        old = self.followers.pop(request_id, None)
+        if old:
+            old.cancel()
+        self.followers[request_id] = asyncio.create_task(self._forward(request_id, after, served))
+
+    async def _forward(self, request_id: str, after: int, served: bool):
+        """Tail the request's stream and forward each record; give up with an error if
+        no token comes within the queue timeout (no worker picked the request up)."""
+        deadline = time.monotonic() + settings.TANDEM_QUEUE_TIMEOUT_S
+        seen_token = after >= 0
+        gave_up = False
+        last_touch = 0.0
+        try:
+            async for rec in streams.tail(self.redis, request_id, after_index=after):
+                now = time.monotonic()
+                if now - last_touch > LISTENER_TTL_S / 3:
+                    await self.redis.set(f"tandem:listen:{request_id}", "1", ex=LISTENER_TTL_S)
+                    last_touch = now
+                kind = rec["type"]
+                if kind == "token":
+                    seen_token = True
+                    await self._send({"type": "token", "message": request_id, "index": rec["index"],
+                                      "text": rec["text"]})
+                elif kind == "end":
+                    await self._send({"type": "end", "message": request_id,
+                                      "finish_reason": rec["finish_reason"], "usage": rec["usage"]})
+                elif kind == "error":
+                    await self._send({"type": "error", "code": rec["code"], "message": request_id,
+                                      "detail": rec["message"]})
+                elif kind == "status":
+                    await self._send({"type": "status", "message": request_id, "state": rec["state"],
+                                      "detail": rec.get("detail", "")})
+                elif kind == "idle" and not seen_token and not gave_up and now > deadline:
+                    gave_up = True
+                    await database_sync_to_async(_give_up)(request_id, served)
+                    # the error record written by _give_up arrives through the stream next
+        except asyncio.CancelledError:
+            pass
+        finally:
+            self.followers.pop(request_id, None)
+
+    async def _send(self, payload: dict):
+        await self.send(text_data=json.dumps(payload))
+
+    async def _error(self, code: str, text: str, **extra):
+        """A connection- or frame-level error: `message` is the text. (Errors of one
+        request carry that request's id in `message` and the text in `detail`, so every
+        frame about a request can be routed by its `message` field.)"""
+        await self._send({"type": "error", "code": code, "message": text, "detail": text, **extra})
+
+
+def _give_up(request_id: str, served: bool) -> None:
+    from inference import services as pipeline
+
+    pipeline.request_cancel(request_id=request_id)
+    code = "timeout" if served else "no_worker"
+    pipeline.request_fail(request_id=request_id, code=code,
+                          message="No worker picked up the request in time; please retry later.")

@@ -1,0 +1,88 @@
+"""The running platform for pipeline tests: daphne, a CPU worker, a prefill worker and a
+decode worker, on the real SmolLM2 model (fp32, so greedy output can be compared token
+for token with Hugging Face's), the test database and the test Redis."""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+
+import pytest
+import websockets.sync.client as ws_client
+
+from inference.engine.prepare import DEFAULT_DIR, prepare_model
+from tests.platform_proc import database_url, running_platform
+
+ORIGIN = "http://testserver"
+DECODE_SLOTS = 2
+
+
+@pytest.fixture(scope="session")
+def model_dir():
+    return str(prepare_model(DEFAULT_DIR))
+
+
+@pytest.fixture(scope="session")
+def platform(django_db_setup, django_db_blocker, model_dir):
+    from django.db import connection
+
+    common = {"TANDEM_DTYPE": "float32", "TANDEM_THREADS": "1"}
+    workers = [
+        ("cpu", "shared", {"CONCURRENCY": "2"}),
+        ("prefill", "shared", {**common, "CONCURRENCY": "4", "TANDEM_CPU_AFFINITY": "0"}),
+        ("decode", "shared", {**common, "CONCURRENCY": str(DECODE_SLOTS * 2),
+                              "TANDEM_MAX_BATCH": str(DECODE_SLOTS), "TANDEM_CPU_AFFINITY": "1"}),
+    ]
+    with running_platform(db_url=database_url(connection.settings_dict), model_dir=model_dir,
+                          workers=workers, extra_env={"TANDEM_QUEUE_TIMEOUT_S": "4"}) as p:
+        yield p
+
+
+@pytest.fixture(scope="session")
+def reference_model(model_dir):
+    """Hugging Face's own model and generate(), the reference the platform must match."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    return tok, model
+
+
+class ChatSocket:
+    """A websocket client speaking docs/protocol.md, with a timeout on every receive."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def send(self, frame: dict | str) -> None:
+        self.conn.send(frame if isinstance(frame, str) else json.dumps(frame))
+
+    def recv(self, timeout: float = 60) -> dict:
+        return json.loads(self.conn.recv(timeout=timeout))
+
+    def recv_until(self, predicate, timeout: float = 120) -> list[dict]:
+        frames = []
+        while True:
+            frame = self.recv(timeout)
+            frames.append(frame)
+            if predicate(frame):
+                return frames
+
+    def ask(self, text: str, conversation=None) -> tuple[str, list[dict]]:
+        """Send a message; return its id and every frame up to its end (or error)."""
+        self.send({"type": "message", "text": text, "conversation": conversation})
+        frames = self.recv_until(lambda f: f["type"] == "start")
+        message_id = frames[-1]["message"]
+        frames += self.recv_until(lambda f: f.get("message") == message_id and f["type"] in ("end", "error"))
+        return message_id, frames
+
+
+@contextmanager
+def chat_socket(platform, key: str, origin: str = ORIGIN):
+    with ws_client.connect(f"{platform.ws_url}/ws/chat/?key={key}", origin=origin, open_timeout=20) as conn:
+        yield ChatSocket(conn)
+
+
+def tokens_of(frames: list[dict], message_id: str) -> list[dict]:
+    return [f for f in frames if f["type"] == "token" and f["message"] == message_id]

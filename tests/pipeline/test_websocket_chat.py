@@ -1,0 +1,185 @@
+"""The chat pipeline end to end: websocket → CPU tier → prefill tier → decode tier →
+streamed tokens, across real processes."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+import redis as redis_lib
+import websockets
+
+from inference import streams
+from inference.engine.prompting import build_prompt
+from tandem.chat.models import Conversation, Message
+from tenants.models import ComputePool, UsageRecord
+from tenants.services import api_key_revoke
+from tests.factories import make_tenant
+from tests.pipeline.conftest import chat_socket, tokens_of
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_reply_is_streamed_token_by_token_and_equals_hugging_face_greedy(platform, reference_model):
+    import torch
+
+    tenant = make_tenant(max_output_tokens=12)
+    with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+        message_id, frames = chat.ask("What is the capital of France?")
+
+    kinds = [f["type"] for f in frames]
+    assert kinds[0] == "conversation" and kinds[1] == "start"
+    assert kinds.count("end") == 1 and kinds[-1] == "end"
+    tokens = tokens_of(frames, message_id)
+    assert [t["index"] for t in tokens] == list(range(len(tokens)))
+
+    tok, model = reference_model
+    prompt = build_prompt(tok, system_prompt=tenant.tenant.system_prompt,
+                          history=[{"role": "user", "content": "What is the capital of France?"}],
+                          max_prompt_tokens=1536)
+    with torch.inference_mode():
+        out = model.generate(torch.tensor([prompt.token_ids]), max_new_tokens=12, do_sample=False,
+                             attention_mask=torch.ones(1, prompt.n_tokens, dtype=torch.long))
+    expected = [t for t in out[0, prompt.n_tokens:].tolist()]
+    if expected and expected[-1] == tok.eos_token_id:
+        expected = expected[:-1]  # the stop token ends the reply without being emitted
+    recorded = [r["token_id"] for r in streams.read_all(redis_lib.Redis.from_url(platform.env["REDIS_URL"]),
+                                                       message_id) if r["type"] == "token"]
+    assert recorded == expected
+    text = "".join(t["text"] for t in tokens)
+    assert text == tok.decode(expected, skip_special_tokens=True)
+
+    end = frames[-1]
+    assert end["usage"]["completion_tokens"] == len(expected)
+    assert end["usage"]["prompt_tokens"] == prompt.n_tokens
+    msg = Message.objects.get(pk=message_id)
+    assert msg.status == "done" and msg.content == text
+    usage = UsageRecord.objects.get(message_id=message_id)
+    assert usage.completion_tokens == len(expected) and usage.decode_worker.startswith("decode.shared@")
+    assert usage.prefill_worker.startswith("prefill.shared@")
+
+
+def test_two_tenants_chatting_at_once_never_see_each_others_tokens(platform):
+    a, b = make_tenant(max_output_tokens=8), make_tenant(max_output_tokens=8)
+    results = {}
+
+    def chat_as(name, tenant, text):
+        with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+            results[name] = chat.ask(text)
+
+    threads = [threading.Thread(target=chat_as, args=("a", a, "Hello, I need help with my order.")),
+               threading.Thread(target=chat_as, args=("b", b, "Tell me about your pricing."))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=180)
+
+    (a_id, a_frames), (b_id, b_frames) = results["a"], results["b"]
+    assert {f.get("message") for f in a_frames if "message" in f} == {a_id}
+    assert {f.get("message") for f in b_frames if "message" in f} == {b_id}
+    a_conv = next(f["id"] for f in a_frames if f["type"] == "conversation")
+    assert Conversation.objects.get(pk=a_conv).tenant == a.tenant
+    # b cannot continue a's conversation nor resume a's reply
+    with chat_socket(platform, b.widget_key.plaintext) as chat:
+        chat.send({"type": "message", "text": "hi", "conversation": a_conv})
+        assert chat.recv()["code"] == "conversation_not_found"
+        chat.send({"type": "resume", "message": a_id, "after": -1})
+        assert chat.recv()["code"] == "message_not_found"
+
+
+def test_cancel_mid_stream_stops_tokens_and_frees_the_decode_slot(platform):
+    from tests.pipeline.conftest import DECODE_SLOTS
+
+    tenant = make_tenant(max_output_tokens=400)
+    long_prompt = "Write a very long story about a dragon, with many chapters."
+    with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+        # Fill every decode slot with long replies, then queue one more.
+        ids = []
+        for _ in range(DECODE_SLOTS):
+            chat.send({"type": "message", "text": long_prompt, "conversation": None})
+            ids.append(chat.recv_until(lambda f: f["type"] == "start")[-1]["message"])
+        for mid in ids:
+            chat.recv_until(lambda f, m=mid: f["type"] == "token" and f["message"] == m and f["index"] >= 2)
+        chat.send({"type": "message", "text": "Hi!", "conversation": None})
+        waiting = chat.recv_until(lambda f: f["type"] == "start")[-1]["message"]
+
+        chat.send({"type": "cancel", "message": ids[0]})
+        frames = chat.recv_until(lambda f: f.get("message") == waiting and f["type"] in ("end", "error"),
+                                 timeout=180)
+    cancelled_end = [f for f in frames if f.get("message") == ids[0] and f["type"] == "end"]
+    assert cancelled_end and cancelled_end[0]["finish_reason"] == "cancelled"
+    after_end = frames[frames.index(cancelled_end[0]) + 1:]
+    assert not [f for f in after_end if f.get("message") == ids[0]]
+    assert frames[-1]["type"] == "end"  # the queued request got the freed slot and finished
+    assert Message.objects.get(pk=ids[0]).status == "cancelled"
+    assert Message.objects.get(pk=ids[0]).completion_tokens < 400
+    # the other long reply is still running: cancel it so it does not hold the slot
+    with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+        chat.send({"type": "cancel", "message": ids[1]})
+        chat.send({"type": "resume", "message": ids[1], "after": 10_000})
+        chat.recv_until(lambda f: f["type"] == "end" and f["message"] == ids[1])
+
+
+def test_reconnect_and_resume_delivers_every_later_token_exactly_once(platform):
+    tenant = make_tenant(max_output_tokens=24)
+    with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+        chat.send({"type": "message", "text": "Tell me a short story.", "conversation": None})
+        message_id = chat.recv_until(lambda f: f["type"] == "start")[-1]["message"]
+        first = chat.recv_until(lambda f: f["type"] == "token" and f["index"] == 3)
+    seen = tokens_of(first, message_id)
+    k = seen[-1]["index"]
+    with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+        chat.send({"type": "resume", "message": message_id, "after": k})
+        rest = chat.recv_until(lambda f: f["type"] == "end")
+    later = tokens_of(rest, message_id)
+    indices = [t["index"] for t in later]
+    assert indices == list(range(k + 1, k + 1 + len(indices)))
+    full = "".join(t["text"] for t in seen + later)
+    assert full == Message.objects.get(pk=message_id).content
+
+
+def test_malformed_frames_get_error_frames_and_the_socket_keeps_working(platform):
+    tenant = make_tenant(max_output_tokens=4)
+    with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+        cases = [("not json", "invalid_json"), ("[1, 2]", "invalid_frame"),
+                 (json.dumps({"type": "dance"}), "unknown_type"),
+                 (json.dumps({"type": "message", "text": "   "}), "empty_message"),
+                 (json.dumps({"type": "message", "text": 42}), "invalid_message"),
+                 (json.dumps({"type": "message", "text": "x" * 20000}), "message_too_long"),
+                 (json.dumps({"type": "resume", "message": "nope", "after": "x"}), "invalid_frame"),
+                 (json.dumps({"type": "cancel", "message": "not-a-uuid"}), "message_not_found")]
+        for raw, code in cases:
+            chat.send(raw)
+            frame = chat.recv()
+            assert frame["type"] == "error" and frame["code"] == code, (raw[:40], frame)
+        _, frames = chat.ask("Still there?")
+        assert frames[-1]["type"] == "end"
+
+
+def test_an_origin_not_on_the_list_and_a_revoked_key_are_refused(platform):
+    tenant = make_tenant()
+    with chat_socket(platform, tenant.widget_key.plaintext, origin="https://evil.example") as chat:
+        assert chat.recv()["code"] == "origin_not_allowed"
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            chat.recv(timeout=10)
+        assert closed.value.rcvd.code == 4403
+    api_key_revoke(api_key=tenant.widget_key.api_key)
+    with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+        assert chat.recv()["code"] == "revoked_api_key"
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            chat.recv(timeout=10)
+        assert closed.value.rcvd.code == 4401
+
+
+def test_a_pool_with_no_live_worker_reports_queued_then_fails_after_a_bounded_wait(platform):
+    tenant = make_tenant()
+    ghost = ComputePool.objects.create(slug="ghost", role="prefill")
+    tenant.tenant.allocation.prefill_pool = ghost
+    tenant.tenant.allocation.save()
+    with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+        message_id, frames = chat.ask("Anyone there?")
+    status = [f for f in frames if f["type"] == "status" and f["state"] == "queued"]
+    assert status, frames
+    assert frames[-1]["type"] == "error" and frames[-1]["code"] == "no_worker"
+    assert Message.objects.get(pk=message_id).status == "failed"
