@@ -4,7 +4,6 @@ tokenizer, loaded once per worker process."""
 
 from __future__ import annotations
 
-import functools
 import logging
 
 from django.conf import settings
@@ -16,18 +15,10 @@ from . import services, streams
 from .engine.prompting import PromptTooLong, build_prompt
 from .redis_client import get_redis
 from .requests import load, save
+from .tokens import get_tokenizer
 from .validation import InvalidInput, clean_user_text
 
 log = logging.getLogger(__name__)
-
-
-@functools.cache
-def get_tokenizer():
-    from transformers import AutoTokenizer
-
-    from .engine.loader import resolve_model_dir
-
-    return AutoTokenizer.from_pretrained(resolve_model_dir(settings.TANDEM_MODEL))
 
 
 def preprocess_request(request_id: str) -> str | None:

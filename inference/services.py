@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from tandem.chat.models import Message
+from tenants import quotas
 from tenants.models import UsageRecord
 
 from . import keys, streams
@@ -96,21 +97,14 @@ def request_finish(
 
 
 def _quota_reconcile(*, spec: RequestSpec, actual_tokens: int) -> None:
-    """Hook for the quota limiter (tenants.quotas): the real count replaces the
-    reservation made at admission."""
-    try:
-        from tenants import quotas
-    except ImportError:
-        return
+    """The real count replaces the reservation made at admission, and the tenant's
+    stream slot frees (idempotent: a redelivered task does not count twice)."""
     quotas.reconcile(get_redis(), tenant_id=spec.tenant_id, request_id=spec.request_id,
                      actual_tokens=actual_tokens)
 
 
 def _quota_release(*, request_id: str) -> None:
-    try:
-        from tenants import quotas
-    except ImportError:
-        return
     msg = Message.objects.filter(pk=request_id).select_related("conversation").first()
     if msg is not None:
-        quotas.release(get_redis(), tenant_id=msg.conversation.tenant_id, request_id=request_id)
+        quotas.release(get_redis(), tenant_id=msg.conversation.tenant_id, request_id=request_id,
+                       tokens_used=msg.prompt_tokens + msg.completion_tokens)

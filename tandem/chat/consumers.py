@@ -101,6 +101,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except InvalidInput as exc:
             await self._error(exc.code, str(exc))
             return
+        except services.QuotaRefused as exc:
+            retry = exc.admission.retry_after_s
+            await self._error(exc.code, str(exc), reason=exc.reason,
+                              retry_after=None if retry is None else round(retry, 3))
+            return
         except services.NotFound as exc:
             await self._error(exc.code, str(exc))
             return

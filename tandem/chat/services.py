@@ -13,7 +13,9 @@ from inference.heartbeats import live_workers
 from inference.redis_client import get_redis
 from inference.requests import RequestSpec, Sampling
 from inference.routing import Route, route_for_tenant
+from inference.tokens import estimate_prompt_tokens
 from inference.validation import InvalidInput, clean_user_text
+from tenants import quotas
 from tenants.models import ApiKey, Tenant
 from tenants.selectors import scope_to_tenant
 
@@ -26,11 +28,40 @@ class NotFound(Exception):
         self.code = f"{what}_not_found"
 
 
+class QuotaRefused(Exception):
+    """Admission refused the request; nothing was stored or enqueued."""
+
+    def __init__(self, admission: quotas.Admission):
+        self.admission = admission
+        self.reason = admission.reason
+        if admission.reason in quotas.SIZE_REASONS:
+            self.code = "context_length_exceeded" if admission.reason == "prompt_too_long" else "max_tokens_too_large"
+        else:
+            self.code = "rate_limited"
+        super().__init__(_refusal_text(admission))
+
+
+def _refusal_text(adm: quotas.Admission) -> str:
+    texts = {
+        "requests_per_minute": "Too many requests per minute for this tenant.",
+        "tokens_per_minute": "Too many tokens per minute for this tenant.",
+        "concurrent_streams": "Too many replies in progress at once for this tenant.",
+        "daily_token_budget": "This tenant's daily token budget is spent.",
+        "prompt_too_long": "The message is longer than this tenant's maximum prompt.",
+        "max_tokens_too_large": "max_tokens is above this tenant's maximum output tokens.",
+    }
+    text = texts.get(adm.reason or "", "The request was refused by the tenant's quota.")
+    if adm.retry_after_s is not None and adm.reason not in quotas.SIZE_REASONS:
+        text += f" Retry after {adm.retry_after_s:.1f} s."
+    return text
+
+
 @dataclass(frozen=True)
 class Submission:
     conversation: Conversation
     assistant_message: Message
     route: Route
+    admission: quotas.Admission
     # False when no live worker serves the first tier the request goes to; the client is
     # told the request is queued rather than left waiting in silence.
     served: bool
@@ -82,30 +113,47 @@ def chat_submit(
         raise InvalidInput("The last message must be from the user.", param="messages")
     cleaned = [(role, clean_user_text(text)) for role, text in messages]
     quota = tenant.quota
-    sampling = sampling or Sampling()
-    sampling.max_tokens = min(sampling.max_tokens, quota.max_output_tokens)
+    sampling = sampling or Sampling(max_tokens=quota.max_output_tokens)
     route = route_for_tenant(tenant)
-    with transaction.atomic():
-        if conversation_id:
-            conversation = conversation_get(tenant=tenant, conversation_id=conversation_id)
-        else:
-            conversation = Conversation.objects.create(tenant=tenant, channel=channel, visitor_id=visitor_id)
-        Message.objects.bulk_create(
-            [Message(conversation=conversation, role=role, content=text) for role, text in cleaned]
-        )
-        assistant = Message.objects.create(
-            conversation=conversation, role=Message.Role.ASSISTANT, status=Message.Status.QUEUED
-        )
-        conversation.save(update_fields=["updated_at"])
-        spec = RequestSpec(
-            request_id=str(assistant.pk), tenant_id=tenant.pk, api_key_id=api_key.pk,
-            conversation_id=str(conversation.pk), channel=channel, sampling=sampling,
-            priority=route.priority, max_decode_slots=route.max_decode_slots,
-            prefill_pool=route.prefill_pool, decode_pool=route.decode_pool, colocated=route.colocated,
-        )
-        pipeline.request_enqueue(spec=spec)
+    conversation = conversation_get(tenant=tenant, conversation_id=conversation_id) if conversation_id else None
+    history = list(conversation.messages.exclude(content="").values_list("content", flat=True)) if conversation else []
+    request_id = uuid.uuid4()
+    client = get_redis()
+    # Admission before anything is stored: a refused request leaves no trace, and an
+    # admitted one holds its reservation until the workers reconcile or release it.
+    admission = quotas.admit(
+        client, tenant_id=tenant.pk, limits=quotas.QuotaLimits.from_quota(quota), request_id=str(request_id),
+        prompt_tokens=estimate_prompt_tokens(
+            system_prompt=tenant.system_prompt, history=history, new=[t for _, t in cleaned],
+            max_prompt_tokens=quota.max_prompt_tokens),
+        max_output_tokens=sampling.max_tokens,
+    )
+    if not admission.allowed:
+        raise QuotaRefused(admission)
+    try:
+        with transaction.atomic():
+            if conversation is None:
+                conversation = Conversation.objects.create(tenant=tenant, channel=channel, visitor_id=visitor_id)
+            Message.objects.bulk_create(
+                [Message(conversation=conversation, role=role, content=text) for role, text in cleaned]
+            )
+            assistant = Message.objects.create(
+                id=request_id, conversation=conversation, role=Message.Role.ASSISTANT,
+                status=Message.Status.QUEUED,
+            )
+            conversation.save(update_fields=["updated_at"])
+            spec = RequestSpec(
+                request_id=str(assistant.pk), tenant_id=tenant.pk, api_key_id=api_key.pk,
+                conversation_id=str(conversation.pk), channel=channel, sampling=sampling,
+                priority=route.priority, max_decode_slots=route.max_decode_slots,
+                prefill_pool=route.prefill_pool, decode_pool=route.decode_pool, colocated=route.colocated,
+            )
+            pipeline.request_enqueue(spec=spec)
+    except BaseException:
+        quotas.release(client, tenant_id=tenant.pk, request_id=str(request_id))
+        raise
     return Submission(conversation=conversation, assistant_message=assistant, route=route,
-                      served=route_is_served(route))
+                      admission=admission, served=route_is_served(route))
 
 
 def chat_cancel(*, tenant: Tenant, message_id) -> Message:

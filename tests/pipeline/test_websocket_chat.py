@@ -183,3 +183,19 @@ def test_a_pool_with_no_live_worker_reports_queued_then_fails_after_a_bounded_wa
     assert status, frames
     assert frames[-1]["type"] == "error" and frames[-1]["code"] == "no_worker"
     assert Message.objects.get(pk=message_id).status == "failed"
+
+
+def test_a_tenant_over_its_request_rate_gets_a_rate_limited_frame_and_loses_nothing(platform):
+    tenant = make_tenant(requests_per_minute=1, max_output_tokens=4)
+    with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+        first_id, frames = chat.ask("First question")
+        conversation = next(f["id"] for f in frames if f["type"] == "conversation")
+        chat.send({"type": "message", "text": "Second question", "conversation": conversation})
+        refused = chat.recv()
+    assert refused["type"] == "error" and refused["code"] == "rate_limited"
+    assert refused["reason"] == "requests_per_minute"
+    assert 0 < refused["retry_after"] <= 60
+    # the refused message was not stored; the accepted one is complete
+    contents = list(Message.objects.filter(conversation_id=conversation, role="user").values_list("content", flat=True))
+    assert contents == ["First question"]
+    assert Message.objects.get(pk=first_id).status == "done"
