@@ -35,12 +35,13 @@ def preprocess_request(request_id: str) -> str | None:
     if msg is None or msg.is_final:
         return None  # a redelivered task for a request already finished: nothing to do
     tenant = Tenant.objects.select_related("quota").get(pk=spec.tenant_id)
-    history = []
+    history, extra_system = [], []
     for m in Message.objects.filter(conversation_id=msg.conversation_id, created_at__lt=msg.created_at).exclude(
         role=Message.Role.ASSISTANT, status__in=[Message.Status.FAILED, Message.Status.CANCELLED]
     ).order_by("created_at"):
         if m.role == Message.Role.SYSTEM:
-            continue  # only the tenant's system prompt steers the assistant
+            extra_system.append(m.content)  # an integrator's own instructions, after the tenant's
+            continue
         if m.role == Message.Role.ASSISTANT and not m.content:
             continue
         history.append({"role": m.role, "content": m.content})
@@ -50,7 +51,8 @@ def preprocess_request(request_id: str) -> str | None:
         history[-1]["content"] = clean_user_text(history[-1]["content"])
         context_room = max(16, settings.TANDEM_MAX_CONTEXT - spec.sampling.max_tokens)
         prompt = build_prompt(
-            get_tokenizer(), system_prompt=tenant.system_prompt or None, history=_alternating(history),
+            get_tokenizer(), system_prompt="\n\n".join(p for p in [tenant.system_prompt, *extra_system] if p) or None,
+            history=_alternating(history),
             max_prompt_tokens=min(tenant.quota.max_prompt_tokens, context_room),
         )
     except PromptTooLong as exc:

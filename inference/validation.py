@@ -18,9 +18,9 @@ def clean_user_text(text: object, *, max_chars: int = MAX_MESSAGE_CHARS) -> str:
     if not isinstance(text, str):
         raise InvalidInput("The message text must be a string.", param="text")
     # Control characters (other than newline and tab) break prompts and logs and are
-    # never meaningful in a chat message.
+    # never meaningful in a chat message; lone surrogates cannot be encoded at all.
     cleaned = "".join(
-        ch for ch in text if ch in "\n\t" or unicodedata.category(ch)[0] != "C"
+        ch for ch in text if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cs")
     ).strip()
     if not cleaned:
         raise InvalidInput("The message is empty.", code="empty_message", param="text")

@@ -4,7 +4,7 @@
 
 and loads its engine once, when the worker starts (Celery's `worker_init` signal), in the
 worker's main process: with the threads pool no process is forked after the model (and
-CUDA) is initialised. CPU workers load only the tokenizer, lazily."""
+CUDA) is initialised. CPU workers load only the tokenizer."""
 
 from __future__ import annotations
 
@@ -18,6 +18,10 @@ from celery.signals import worker_init, worker_shutdown
 def _load_engine(**_):
     role = os.environ.get("TANDEM_ROLE", "cpu")
     if role == "cpu":
+        # Load the tokenizer now, not on the first request (which would pay seconds).
+        from .tokens import get_tokenizer
+
+        get_tokenizer()
         return
     from .runtime import start_runtime
     from .worker_config import worker_config_from_env

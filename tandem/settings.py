@@ -142,6 +142,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
+    "EXCEPTION_HANDLER": "tandem.api.errors.drf_exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Tandem API",
@@ -183,3 +184,5 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 # (no live worker, or all workers saturated).
 TANDEM_QUEUE_TIMEOUT_S = float(os.environ.get("TANDEM_QUEUE_TIMEOUT_S", "120"))
 TANDEM_MAX_CONTEXT = int(os.environ.get("TANDEM_MAX_CONTEXT", "2048"))
+# The model id the OpenAI-compatible API serves (`model` in requests, /v1/models).
+TANDEM_MODEL_ID = os.environ.get("TANDEM_MODEL_ID", Path(TANDEM_MODEL).name or "tandem")

@@ -11,17 +11,24 @@ from pathlib import Path
 
 import pytest
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-TEST_REDIS_PORT = int(os.environ.get("TANDEM_TEST_REDIS_PORT", "6391"))
+# The running platform (daphne + worker processes), shared by the pipeline and API tests.
+pytest_plugins = ["tests.platform_fixtures"]
 
+BASE_DIR = Path(__file__).resolve().parent.parent
 if "REDIS_URL" not in os.environ:
+    # A server of this session's own, on a free port: concurrent test sessions on one
+    # machine must not share (or stop) each other's Redis.
+    import atexit
+    import socket
+
     from tandem import embedded_redis
 
-    _proc = embedded_redis.start(port=TEST_REDIS_PORT, workdir=BASE_DIR / "var" / "redis-test")
-    os.environ["REDIS_URL"] = f"redis://127.0.0.1:{TEST_REDIS_PORT}/0"
+    with socket.socket() as _s:
+        _s.bind(("127.0.0.1", 0))
+        _port = _s.getsockname()[1]
+    _proc = embedded_redis.start(port=_port, workdir=BASE_DIR / "var" / "redis-test")
+    os.environ["REDIS_URL"] = f"redis://127.0.0.1:{_port}/0"
     if _proc is not None:
-        import atexit
-
         atexit.register(_proc.terminate)
 
 

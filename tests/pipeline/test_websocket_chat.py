@@ -16,7 +16,7 @@ from tandem.chat.models import Conversation, Message
 from tenants.models import ComputePool, UsageRecord
 from tenants.services import api_key_revoke
 from tests.factories import make_tenant
-from tests.pipeline.conftest import chat_socket, tokens_of
+from tests.platform_fixtures import chat_socket, tokens_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -89,7 +89,7 @@ def test_two_tenants_chatting_at_once_never_see_each_others_tokens(platform):
 
 
 def test_cancel_mid_stream_stops_tokens_and_frees_the_decode_slot(platform):
-    from tests.pipeline.conftest import DECODE_SLOTS
+    from tests.platform_fixtures import DECODE_SLOTS
 
     tenant = make_tenant(max_output_tokens=400)
     long_prompt = "Write a very long story about a dragon, with many chapters."

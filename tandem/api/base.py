@@ -1,0 +1,85 @@
+"""Async endpoints that still appear in the OpenAPI schema.
+
+Django REST framework views are synchronous, and Django runs synchronous views of an
+ASGI app on one shared thread: a view that waits for a whole generation would stall
+every other sync view. So the endpoints that wait on a reply are async functions; this
+base gives them a DRF APIView class (`view.cls`) that drf-spectacular reads for the
+schema, while requests go to the class's `<method>_async` handlers."""
+
+from __future__ import annotations
+
+import json
+
+from asgiref.sync import sync_to_async
+from rest_framework.parsers import JSONParser
+from rest_framework.views import APIView
+
+from tenants.models import ApiKey
+
+from .auth import authenticate_request
+from .errors import ApiError, error_response
+
+MAX_BODY_BYTES = 1024 * 1024
+
+
+class AsyncAPIView(APIView):
+    authentication_classes: list = []
+    permission_classes: list = []
+    parser_classes = [JSONParser]  # the API takes JSON only (and the schema says so)
+
+    @classmethod
+    def as_view(cls, **initkwargs):
+        async def view(request, *args, **kwargs):
+            self = cls(**initkwargs)
+            handler = getattr(self, f"{request.method.lower()}_async", None)
+            if handler is None:
+                return error_response(405, f"Method {request.method} is not allowed here.",
+                                      code="method_not_allowed")
+            try:
+                return await handler(request, *args, **kwargs)
+            except ApiError as exc:
+                return exc.response()
+
+        view.cls = cls
+        view.initkwargs = initkwargs
+        view.csrf_exempt = True  # bearer-token API: no cookies, so no CSRF
+        return view
+
+    # drf-spectacular asks the class which methods it allows.
+    @property
+    def allowed_methods(self):
+        return [m.upper() for m in self.http_method_names if hasattr(self, f"{m}_async")]
+
+    async def authenticate(self, request) -> ApiKey:
+        return await sync_to_async(authenticate_request)(request)
+
+    @staticmethod
+    def json_body(request) -> dict:
+        length = int(request.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            raise ApiError(413, f"The request body is {length} bytes; the limit is {MAX_BODY_BYTES}.",
+                           code="request_too_large")
+        body = request.body
+        if len(body) > MAX_BODY_BYTES:
+            raise ApiError(413, f"The request body is over {MAX_BODY_BYTES} bytes.", code="request_too_large")
+        content_type = request.headers.get("Content-Type", "")
+        if content_type and "json" not in content_type.lower():
+            raise ApiError(415, "The body must be JSON (Content-Type: application/json).",
+                           code="unsupported_media_type")
+        try:
+            data = json.loads(body) if body.strip() else {}  # no body: every field takes its default
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise ApiError(400, "The body is not valid JSON.", code="invalid_json") from None
+        if not isinstance(data, dict):
+            raise ApiError(400, "The body must be a JSON object.", code="invalid_json")
+        return data
+
+    @staticmethod
+    def validate(serializer_class, data: dict) -> dict:
+        from .errors import _first_validation_error
+
+        serializer = serializer_class(data=data)
+        if not serializer.is_valid():
+            param, message = _first_validation_error(serializer.errors)
+            raise ApiError(400, message, code="invalid_value", param=param)
+        return serializer.validated_data

@@ -1,0 +1,149 @@
+"""Tandem's own REST resources: conversations, their messages, and usage. Every lookup
+is scoped to the key's tenant (another tenant's ids are 404, never 403)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from asgiref.sync import sync_to_async
+from django.http import JsonResponse
+from drf_spectacular.utils import extend_schema
+
+from inference.requests import Sampling
+from tandem.chat import services
+from tandem.chat.models import Conversation, Message
+from tenants.selectors import scope_to_tenant, usage_daily
+
+from . import serializers as s
+from .base import AsyncAPIView
+from .errors import ApiError
+from .openai_views import ERRORS, submit_or_raise
+from .replies import Reply
+
+MAX_PAGE = 100
+
+
+def _conversation(c: Conversation) -> dict:
+    return s.ConversationSerializer(c).data
+
+
+def _message(m: Message) -> dict:
+    return s.MessageSerializer(m).data
+
+
+def _get_conversation(api_key, conversation_id) -> Conversation:
+    try:
+        return services.conversation_get(tenant=api_key.tenant, conversation_id=conversation_id)
+    except services.NotFound as exc:
+        raise ApiError(404, str(exc), code=exc.code) from None
+
+
+class ConversationListView(AsyncAPIView):
+    @extend_schema(operation_id="listConversations", responses={200: s.ConversationListSerializer, **ERRORS},
+                   parameters=[s.ListQuerySerializer])
+    def get(self, request):
+        raise NotImplementedError
+
+    @extend_schema(operation_id="createConversation", request=s.ConversationCreateSerializer,
+                   responses={201: s.ConversationSerializer, **ERRORS})
+    def post(self, request):
+        raise NotImplementedError
+
+    async def get_async(self, request):
+        api_key = await self.authenticate(request)
+        try:
+            limit = int(request.GET.get("limit", 20))
+        except ValueError:
+            raise ApiError(400, "limit must be an integer.", code="invalid_value", param="limit") from None
+        if not 1 <= limit <= MAX_PAGE:
+            raise ApiError(400, f"limit must be between 1 and {MAX_PAGE}.", code="invalid_value", param="limit")
+
+        def page():
+            rows = list(scope_to_tenant(Conversation.objects.all(), tenant=api_key.tenant)[: limit + 1])
+            return [_conversation(c) for c in rows[:limit]], len(rows) > limit
+
+        data, more = await sync_to_async(page)()
+        return JsonResponse({"object": "list", "data": data, "has_more": more})
+
+    async def post_async(self, request):
+        api_key = await self.authenticate(request)
+        data = self.validate(s.ConversationCreateSerializer, self.json_body(request))
+        conv = await sync_to_async(Conversation.objects.create)(
+            tenant=api_key.tenant, channel=Conversation.Channel.API, visitor_id=data.get("visitor_id", ""))
+        return JsonResponse(_conversation(conv), status=201)
+
+
+class ConversationDetailView(AsyncAPIView):
+    @extend_schema(operation_id="getConversation", responses={200: s.ConversationSerializer, **ERRORS})
+    def get(self, request, conversation_id):
+        raise NotImplementedError
+
+    async def get_async(self, request, conversation_id):
+        api_key = await self.authenticate(request)
+        conv = await sync_to_async(_get_conversation)(api_key, conversation_id)
+        return JsonResponse(_conversation(conv))
+
+
+class ConversationMessagesView(AsyncAPIView):
+    @extend_schema(operation_id="listMessages", responses={200: s.MessageListSerializer, **ERRORS})
+    def get(self, request, conversation_id):
+        raise NotImplementedError
+
+    @extend_schema(operation_id="postMessage", request=s.PostMessageSerializer,
+                   responses={200: s.ChatCompletionSerializer, **ERRORS},
+                   description="Add a user message and get the assistant's reply: waited for, or with "
+                               "`stream: true` as `chat.completion.chunk` server-sent events.")
+    def post(self, request, conversation_id):
+        raise NotImplementedError
+
+    async def get_async(self, request, conversation_id):
+        api_key = await self.authenticate(request)
+
+        def transcript():
+            conv = _get_conversation(api_key, conversation_id)
+            return [_message(m) for m in conv.messages.order_by("created_at")]
+
+        return JsonResponse({"object": "list", "data": await sync_to_async(transcript)()})
+
+    async def post_async(self, request, conversation_id):
+        api_key = await self.authenticate(request)
+        data = self.validate(s.PostMessageSerializer, self.json_body(request))
+        quota = api_key.tenant.quota
+        sampling = Sampling(max_tokens=data.get("max_tokens") or quota.max_output_tokens,
+                            temperature=data.get("temperature") or 0.0, seed=data.get("seed"))
+        sub = await sync_to_async(submit_or_raise)(
+            api_key=api_key, messages=[("user", data["content"])], conversation_id=conversation_id,
+            channel=Conversation.Channel.API, sampling=sampling)
+        reply = Reply(sub, completion_id=f"msg-{sub.assistant_message.pk}")
+        if data.get("stream"):
+            return await reply.stream(include_usage=True)
+        return await reply.complete()
+
+
+class UsageView(AsyncAPIView):
+    @extend_schema(operation_id="getUsage", responses={200: s.UsageListSerializer, **ERRORS},
+                   parameters=[s.UsageQuerySerializer])
+    def get(self, request):
+        raise NotImplementedError
+
+    async def get_async(self, request):
+        api_key = await self.authenticate(request)
+        today = dt.datetime.now(dt.UTC).date()
+        start = _date_param(request, "from", today - dt.timedelta(days=30))
+        end = _date_param(request, "to", today)
+        if start > end:
+            raise ApiError(400, "'from' must not be after 'to'.", code="invalid_value", param="from")
+        if (end - start).days > 366:
+            raise ApiError(400, "The range may span at most 366 days.", code="invalid_value", param="from")
+        days = await sync_to_async(usage_daily)(tenant=api_key.tenant, start=start, end=end)
+        return JsonResponse({"object": "list", "data": days})
+
+
+def _date_param(request, name: str, default: dt.date) -> dt.date:
+    raw = request.GET.get(name)
+    if not raw:
+        return default
+    try:
+        return dt.date.fromisoformat(raw)
+    except ValueError:
+        raise ApiError(400, f"'{name}' must be a date like 2026-01-31.", code="invalid_value", param=name) from None

@@ -1,0 +1,84 @@
+"""The OpenAI-compatible endpoints: `POST /v1/chat/completions` and `GET /v1/models`."""
+
+from __future__ import annotations
+
+import uuid
+
+from asgiref.sync import sync_to_async
+from django.http import JsonResponse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+
+from inference.requests import Sampling
+from inference.validation import InvalidInput
+from tandem.chat import services
+from tandem.chat.models import Conversation
+
+from . import serializers as s
+from .base import AsyncAPIView
+from .errors import ApiError
+from .replies import Reply, served_model_id
+
+ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 401, 404, 413, 429, 503)}
+DEFAULT_MAX_TOKENS = 256
+
+
+def submit_or_raise(**kwargs):
+    """chat_submit, with its refusals turned into API errors."""
+    try:
+        return services.chat_submit(**kwargs)
+    except InvalidInput as exc:
+        raise ApiError(400, str(exc), code=exc.code, param=exc.param or "messages") from None
+    except services.NotFound as exc:
+        raise ApiError(404, str(exc), code=exc.code) from None
+    except services.QuotaRefused as exc:
+        adm = exc.admission
+        status = adm.http_status
+        code = "rate_limit_exceeded" if status == 429 else exc.code
+        param = {"prompt_too_long": "messages", "max_tokens_too_large": "max_tokens"}.get(exc.reason or "")
+        raise ApiError(status, str(exc), code=code, param=param, headers=adm.headers()) from None
+
+
+class ChatCompletionsView(AsyncAPIView):
+    @extend_schema(operation_id="createChatCompletion", request=s.ChatCompletionRequestSerializer,
+                   responses={200: s.ChatCompletionSerializer, **ERRORS},
+                   description="OpenAI-compatible chat completion. With `stream: true` the answer is "
+                               "`text/event-stream` of `chat.completion.chunk` events ending with `data: [DONE]`.")
+    def post(self, request):  # schema only; requests go to post_async
+        raise NotImplementedError
+
+    async def post_async(self, request):
+        api_key = await self.authenticate(request)
+        data = self.validate(s.ChatCompletionRequestSerializer, self.json_body(request))
+        if data["model"] != served_model_id():
+            raise ApiError(404, f"The model '{data['model']}' does not exist; this deployment serves "
+                                f"'{served_model_id()}'.", code="model_not_found", param="model")
+        max_tokens = data.get("max_completion_tokens") or data.get("max_tokens")
+        if max_tokens is None:
+            max_tokens = min(DEFAULT_MAX_TOKENS, api_key.tenant.quota.max_output_tokens)
+        temperature = data.get("temperature")
+        sampling = Sampling(
+            max_tokens=max_tokens, temperature=1.0 if temperature is None else temperature,
+            top_p=data.get("top_p") or 1.0, seed=data.get("seed"), stop=data.get("stop") or [],
+        )
+        # OpenAI's "developer" role is its newer name for "system".
+        messages = [("system" if m["role"] == "developer" else m["role"], m["content"]) for m in data["messages"]]
+        sub = await sync_to_async(submit_or_raise)(
+            api_key=api_key, messages=messages, channel=Conversation.Channel.API,
+            visitor_id=data.get("user") or "", sampling=sampling,
+        )
+        reply = Reply(sub, completion_id=f"chatcmpl-{uuid.UUID(str(sub.assistant_message.pk)).hex}")
+        if data.get("stream"):
+            include_usage = bool((data.get("stream_options") or {}).get("include_usage"))
+            return await reply.stream(include_usage=include_usage)
+        return await reply.complete()
+
+
+class ModelsView(AsyncAPIView):
+    @extend_schema(operation_id="listModels", responses={200: s.ModelListSerializer, 401: ERRORS[401]})
+    def get(self, request):  # schema only
+        raise NotImplementedError
+
+    async def get_async(self, request):
+        await self.authenticate(request)
+        return JsonResponse({"object": "list", "data": [
+            {"id": served_model_id(), "object": "model", "created": 0, "owned_by": "tandem"}]})

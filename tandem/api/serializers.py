@@ -1,0 +1,212 @@
+"""Request and response shapes of the REST API. The chat-completions request follows
+OpenAI's; these serializers validate it and document it in the OpenAPI schema."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+ROLES = ("system", "developer", "user", "assistant")
+
+
+# At least one character that is neither whitespace nor a control character: what the
+# pipeline's validation accepts (see inference.validation.clean_user_text).
+TEXT_PATTERN = "[^\\s\\u0000-\\u001f\\u007f-\\u009f]"
+
+
+@extend_schema_field({"oneOf": [
+    {"type": "string", "pattern": TEXT_PATTERN, "maxLength": 16000},
+    {"type": "array", "minItems": 1, "items": {
+        "type": "object", "required": ["type", "text"],
+        "properties": {"type": {"type": "string", "enum": ["text"]},
+                       "text": {"type": "string", "pattern": TEXT_PATTERN}}}},
+]})
+class ContentField(serializers.Field):
+    """OpenAI message content: a string, or a list of {"type": "text", "text": …} parts."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            return data
+        if isinstance(data, list) and all(
+            isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) for p in data
+        ):
+            return "".join(p["text"] for p in data)
+        raise serializers.ValidationError("content must be a string or a list of text parts.")
+
+    def to_representation(self, value):
+        return value
+
+
+class ChatMessageSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=ROLES)
+    content = ContentField()
+    name = serializers.CharField(required=False, max_length=64)
+
+
+class StreamOptionsSerializer(serializers.Serializer):
+    include_usage = serializers.BooleanField(required=False, default=False)
+
+
+@extend_schema_field({"oneOf": [{"type": "string"}, {"type": "array", "maxItems": 4, "items": {"type": "string"}}],
+                      "nullable": True})
+class StopField(serializers.Field):
+    def to_internal_value(self, data):
+        if data is None:
+            return []
+        if isinstance(data, str):
+            data = [data]
+        if not isinstance(data, list) or not all(isinstance(s, str) for s in data) or len(data) > 4:
+            raise serializers.ValidationError("stop must be a string or a list of at most 4 strings.")
+        return [s for s in data if s]
+
+    def to_representation(self, value):
+        return value
+
+
+class ChatCompletionRequestSerializer(serializers.Serializer):
+    model = serializers.CharField(max_length=200)
+    messages = ChatMessageSerializer(many=True, allow_empty=False)
+    max_tokens = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    max_completion_tokens = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    temperature = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=2)
+    top_p = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=1)
+    seed = serializers.IntegerField(required=False, allow_null=True, min_value=-(2**63), max_value=2**63 - 1)
+    stop = StopField(required=False, allow_null=True)
+    stream = serializers.BooleanField(required=False, default=False)
+    stream_options = StreamOptionsSerializer(required=False, allow_null=True)
+    user = serializers.CharField(required=False, allow_blank=True, max_length=256)
+    n = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=1)
+
+    def validate_top_p(self, value):
+        if value is not None and value <= 0:
+            raise serializers.ValidationError("top_p must be greater than 0.")
+        return value
+
+    def validate_messages(self, value):
+        if value[-1]["role"] != "user":
+            raise serializers.ValidationError("The last message must have role 'user'.")
+        return value
+
+
+class UsageSerializer(serializers.Serializer):
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    total_tokens = serializers.IntegerField()
+    prompt_tokens_details = serializers.DictField(required=False)
+
+
+class ChoiceMessageSerializer(serializers.Serializer):
+    role = serializers.CharField()
+    content = serializers.CharField(allow_blank=True)
+
+
+class ChoiceSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    message = ChoiceMessageSerializer()
+    finish_reason = serializers.CharField()
+    logprobs = serializers.JSONField(allow_null=True)
+
+
+class ChatCompletionSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    object = serializers.CharField()
+    created = serializers.IntegerField()
+    model = serializers.CharField()
+    choices = ChoiceSerializer(many=True)
+    usage = UsageSerializer()
+
+
+class ErrorBodySerializer(serializers.Serializer):
+    message = serializers.CharField()
+    type = serializers.CharField()
+    param = serializers.CharField(allow_null=True)
+    code = serializers.CharField(allow_null=True)
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = ErrorBodySerializer()
+
+
+class ModelSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    object = serializers.CharField()
+    created = serializers.IntegerField()
+    owned_by = serializers.CharField()
+
+
+class ModelListSerializer(serializers.Serializer):
+    object = serializers.CharField()
+    data = ModelSerializer(many=True)
+
+
+class ConversationCreateSerializer(serializers.Serializer):
+    visitor_id = serializers.CharField(required=False, allow_blank=True, max_length=128, default="")
+
+
+class MessageSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    role = serializers.CharField()
+    content = serializers.CharField(allow_blank=True)
+    status = serializers.CharField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    finish_reason = serializers.CharField(allow_blank=True)
+    created_at = serializers.DateTimeField()
+
+
+class ConversationSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    channel = serializers.CharField()
+    visitor_id = serializers.CharField(allow_blank=True)
+    status = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class PostMessageSerializer(serializers.Serializer):
+    content = ContentField()
+    stream = serializers.BooleanField(required=False, default=False)
+    max_tokens = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    temperature = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=2)
+    seed = serializers.IntegerField(required=False, allow_null=True)
+
+
+class UsageDaySerializer(serializers.Serializer):
+    date = serializers.DateField()
+    requests = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    total_tokens = serializers.IntegerField()
+    ttft_ms_p50 = serializers.FloatField(allow_null=True)
+    ttft_ms_p99 = serializers.FloatField(allow_null=True)
+    duration_ms_p50 = serializers.FloatField(allow_null=True)
+    duration_ms_p99 = serializers.FloatField(allow_null=True)
+
+
+class ConversationListSerializer(serializers.Serializer):
+    object = serializers.CharField()
+    data = ConversationSerializer(many=True)
+    has_more = serializers.BooleanField()
+
+
+class MessageListSerializer(serializers.Serializer):
+    object = serializers.CharField()
+    data = MessageSerializer(many=True)
+
+
+class UsageListSerializer(serializers.Serializer):
+    object = serializers.CharField()
+    data = UsageDaySerializer(many=True)
+
+
+class ListQuerySerializer(serializers.Serializer):
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=100, default=20)
+
+
+class UsageQuerySerializer(serializers.Serializer):
+    # `from` is a Python keyword, so the field is declared by name below.
+    to = serializers.DateField(required=False, help_text="last day (UTC), default today")
+
+
+UsageQuerySerializer._declared_fields["from"] = serializers.DateField(
+    required=False, help_text="first day (UTC), default 30 days ago")

@@ -1,0 +1,16 @@
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from . import conversation_views as conv
+from . import openai_views as oai
+
+urlpatterns = [
+    path("v1/chat/completions", oai.ChatCompletionsView.as_view()),
+    path("v1/models", oai.ModelsView.as_view()),
+    path("api/v1/conversations/", conv.ConversationListView.as_view()),
+    path("api/v1/conversations/<str:conversation_id>/", conv.ConversationDetailView.as_view()),
+    path("api/v1/conversations/<str:conversation_id>/messages/", conv.ConversationMessagesView.as_view()),
+    path("api/v1/usage/", conv.UsageView.as_view()),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+]

@@ -1,0 +1,18 @@
+"""Pages of the chat surface. The demo page is a plain chat box on the websocket, for
+trying a tenant's assistant from `make run` (the embeddable widget is separate)."""
+
+from django.http import Http404
+from django.shortcuts import render
+
+from tenants.models import ApiKey
+from tenants.selectors import tenant_get
+
+
+def demo_page(request, slug: str):
+    tenant = tenant_get(slug=slug)
+    if tenant is None or not tenant.is_active:
+        raise Http404("No such tenant.")
+    key = ApiKey.objects.filter(tenant=tenant, kind=ApiKey.Kind.WIDGET, revoked_at__isnull=True).first()
+    if key is None:
+        raise Http404("This tenant has no widget key.")
+    return render(request, "chat/demo.html", {"tenant": tenant, "widget_key": key.public_key})
