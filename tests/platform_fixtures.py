@@ -11,7 +11,7 @@ import pytest
 import websockets.sync.client as ws_client
 
 from inference.engine.prepare import DEFAULT_DIR, prepare_model
-from tests.platform_proc import database_url, running_platform
+from tandem.processes import database_url, running_platform
 
 ORIGIN = "http://testserver"
 DECODE_SLOTS = 2

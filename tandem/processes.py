@@ -1,6 +1,6 @@
-"""Starting the real platform for end-to-end tests: daphne and Celery worker processes
-(CPU, prefill, decode) against the test database and the test Redis. Nothing is mocked
-or eager: requests cross process boundaries exactly as in production."""
+"""Starting the platform as real processes (daphne and Celery workers) from Python, for
+the end-to-end tests and the benchmarks: nothing mocked or eager, requests cross process
+boundaries exactly as in production."""
 
 from __future__ import annotations
 
