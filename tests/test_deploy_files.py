@@ -305,7 +305,7 @@ def test_the_dockerfile_is_python_3_11_slim_with_torch_pinned_like_the_makefile(
     assert "TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu" in [r for w, r in instr if w == "ARG"]
     assert "pip install -c /etc/tandem-constraints.txt ." in runs
     assert "collectstatic --noinput" in runs
-    assert "inference.engine.prepare" in runs
+    assert "tandem-entrypoint prepare-model" in runs  # PREPARE_MODEL=1 bakes the model in
 
 
 def test_the_dockerfile_runs_as_a_non_root_user_and_starts_through_the_entrypoint():
