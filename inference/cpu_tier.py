@@ -15,6 +15,7 @@ from . import services, streams
 from .engine.prompting import PromptTooLong, build_prompt
 from .redis_client import get_redis
 from .requests import load, save
+from .routing import broker_priority
 from .tokens import get_tokenizer
 from .validation import InvalidInput, clean_user_text
 
@@ -68,7 +69,7 @@ def preprocess_request(request_id: str) -> str | None:
     from .tasks import colocated, prefill
 
     streams.publish(client, request_id, [streams.status_record("prefilling", f"queued on {queue}")])
-    (colocated if spec.colocated else prefill).apply_async(args=[request_id], queue=queue, priority=spec.priority)
+    (colocated if spec.colocated else prefill).apply_async(args=[request_id], queue=queue, priority=broker_priority(spec.priority))
     return queue
 
 

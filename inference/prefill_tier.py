@@ -11,6 +11,7 @@ from .engine.detokenize import IncrementalDetokenizer
 from .engine.sampling import SamplingParams
 from .prefill_batcher import PrefillCancelled
 from .requests import RequestSpec, load
+from .routing import broker_priority
 from .runtime import Runtime, get_runtime
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,7 @@ def run_prefill(request_id: str) -> None:
         decode.apply_async(
             args=[request_id, first, {"prefill_worker": rt.name, "ttft_ms": ttft_ms,
                                       "cached_tokens": result.cached_tokens}],
-            queue=f"decode.{spec.decode_pool}", priority=spec.priority,
+            queue=f"decode.{spec.decode_pool}", priority=broker_priority(spec.priority),
         )
         services.message_set_status(request_id=request_id, status="decoding")
     except Exception as exc:

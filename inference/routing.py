@@ -26,6 +26,15 @@ class Route:
         return f"decode.{self.decode_pool}"
 
 
+# Celery's Redis transport keeps one list per priority step and serves step 0 first, so
+# a tenant's priority (higher is more important) maps onto steps 0 (first) .. 9 (last).
+PRIORITY_STEPS = 10
+
+
+def broker_priority(priority: int) -> int:
+    return max(0, min(PRIORITY_STEPS - 1, PRIORITY_STEPS // 2 - 1 - priority))
+
+
 def route_for_tenant(tenant: Tenant) -> Route:
     alloc = tenant.allocation
     prefill, decode = alloc.prefill_pool, alloc.decode_pool

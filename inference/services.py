@@ -33,7 +33,10 @@ def request_enqueue(*, spec: RequestSpec) -> None:
     client = get_redis()
     save(client, spec)
     client.set(keys.listener(spec.request_id), "1", ex=LISTENER_TTL_S)
-    transaction.on_commit(lambda: preprocess.apply_async(args=[spec.request_id], queue="cpu"))
+    from .routing import broker_priority
+
+    priority = broker_priority(spec.priority)
+    transaction.on_commit(lambda: preprocess.apply_async(args=[spec.request_id], queue="cpu", priority=priority))
 
 
 def listener_touch(*, request_id: str) -> None:

@@ -4,7 +4,7 @@ per process; no weights."""
 
 from __future__ import annotations
 
-import functools
+import threading
 
 from django.conf import settings
 
@@ -12,13 +12,23 @@ from django.conf import settings
 TEMPLATE_TOKENS_PER_MESSAGE = 5
 
 
-@functools.cache
+_lock = threading.Lock()
+_tokenizer = None
+
+
 def get_tokenizer():
-    from transformers import AutoTokenizer
+    # A lock, not functools.cache: the first call imports transformers, and concurrent
+    # first imports from several threads fail half-initialised.
+    global _tokenizer
+    if _tokenizer is None:
+        with _lock:
+            if _tokenizer is None:
+                from transformers import AutoTokenizer
 
-    from .engine.loader import resolve_model_dir
+                from .engine.loader import resolve_model_dir
 
-    return AutoTokenizer.from_pretrained(resolve_model_dir(settings.TANDEM_MODEL))
+                _tokenizer = AutoTokenizer.from_pretrained(resolve_model_dir(settings.TANDEM_MODEL))
+    return _tokenizer
 
 
 def count_message_tokens(texts: list[str]) -> int:

@@ -8,6 +8,7 @@ CUDA) is initialised. CPU workers load only the tokenizer."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -26,7 +27,14 @@ def _load_engine(**_):
     from .runtime import start_runtime
     from .worker_config import worker_config_from_env
 
-    start_runtime(worker_config_from_env())
+    try:
+        start_runtime(worker_config_from_env())
+    except Exception:
+        # Celery logs and swallows signal-handler errors, and would then consume tasks
+        # with no engine behind them. A model worker that cannot load its model exits.
+        logging.getLogger(__name__).exception("the %s worker could not start its engine; exiting", role)
+        logging.shutdown()
+        os._exit(70)
 
 
 @worker_shutdown.connect

@@ -114,3 +114,34 @@ def running_platform(*, db_url: str, model_dir: str, workers: list[tuple[str, st
 def _port_open(port: int) -> bool:
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextmanager
+def extra_worker(platform: Platform, *, role: str, pool: str, env: dict, concurrency: int = 4):
+    """One more model worker beside a running platform (e.g. a dedicated pool's)."""
+    from inference.heartbeats import live_workers
+
+    name = f"{role}-{pool}"
+    platform.procs[name] = _spawn(name, worker_argv(role, pool, concurrency),
+                                  {**platform.env, "TANDEM_ROLE": role, "TANDEM_POOL": pool, **env})
+    client = redis.Redis.from_url(platform.env["REDIS_URL"])
+    try:
+        wait_for(lambda: live_workers(client, role=role, pool=pool), timeout=180,
+                 what=f"{role}.{pool} heartbeat", procs={name: platform.procs[name]})
+        yield
+    finally:
+        platform.stop(name)
+
+
+@contextmanager
+def extra_web(platform: Platform):
+    """A second daphne process on the same database and Redis; yields its base URL."""
+    port = free_port()
+    name = f"web-{port}"
+    platform.procs[name] = _spawn(name, [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                                         "tandem.asgi:application"], platform.env)
+    try:
+        wait_for(lambda: _port_open(port), timeout=60, what="second daphne", procs={name: platform.procs[name]})
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        platform.stop(name)
