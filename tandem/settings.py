@@ -106,6 +106,8 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+if not PRODUCTION:
+    STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise warns on every request without it
 # Served by WhiteNoise from the web process itself (after `collectstatic` in production),
 # so one daphne container is a complete web tier.
 STORAGES = {

@@ -5,4 +5,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("tandem.chat.urls")),
     path("", include("tandem.api.urls")),
+    path("", include("tandem.console.urls")),
 ]

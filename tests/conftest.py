@@ -32,6 +32,17 @@ if "REDIS_URL" not in os.environ:
         atexit.register(_proc.terminate)
 
 
+def pytest_configure(config):
+    # Settings may have been read before this file set REDIS_URL: point every in-process
+    # client (quotas, streams, heartbeats, Celery) at this session's Redis.
+    from django.conf import settings
+
+    url = os.environ["REDIS_URL"]
+    settings.REDIS_URL = url
+    settings.CELERY_BROKER_URL = url
+    settings.CHANNEL_LAYERS["default"]["CONFIG"]["hosts"] = [url]
+
+
 @pytest.fixture
 def redis_client():
     import redis
