@@ -10,8 +10,7 @@ import time
 from . import services
 from .decode_tier import SequenceFollower
 from .engine.detokenize import IncrementalDetokenizer
-from .prefill_tier import finish_early, sampling_params
-from .requests import load
+from .lifecycle import live_spec, sampling_params
 from .runtime import get_runtime
 
 log = logging.getLogger(__name__)
@@ -19,12 +18,8 @@ log = logging.getLogger(__name__)
 
 def run_colocated(request_id: str) -> None:
     rt = get_runtime()
-    spec = load(rt.client, request_id)
+    spec = live_spec(rt, request_id)
     if spec is None:
-        services.request_fail(request_id=request_id, code="expired", message="The request expired in the queue.")
-        return
-    if services.is_cancelled(request_id=request_id):
-        finish_early(rt, spec, reason="cancelled")
         return
     rt.track(request_id)
     try:

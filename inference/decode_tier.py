@@ -15,8 +15,8 @@ import time
 from . import services, streams
 from .engine.detokenize import IncrementalDetokenizer
 from .engine.kvstore import KVError
-from .prefill_tier import finish_early, sampling_params, usage_dict
-from .requests import RequestSpec, load
+from .lifecycle import finish_early, load_spec, sampling_params, usage_dict
+from .requests import RequestSpec
 from .runtime import Runtime, get_runtime
 
 log = logging.getLogger(__name__)
@@ -110,9 +110,8 @@ def run_decode(request_id: str, first_token: int, meta: dict) -> None:
     from .engine.decode import DecodeRequest
 
     rt = get_runtime()
-    spec = load(rt.client, request_id)
+    spec = load_spec(rt, request_id)
     if spec is None:
-        services.request_fail(request_id=request_id, code="expired", message="The request expired in the queue.")
         return
     detok = IncrementalDetokenizer(rt.model.tokenizer, spec.prompt_token_ids)
     first_text = detok.push(first_token)  # index 0 was streamed by the prefill worker

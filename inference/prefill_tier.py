@@ -8,39 +8,13 @@ import time
 
 from . import services, streams
 from .engine.detokenize import IncrementalDetokenizer
-from .engine.sampling import SamplingParams
+from .lifecycle import finish_early, live_spec, sampling_params
 from .prefill_batcher import PrefillCancelled
-from .requests import RequestSpec, load
 from .routing import broker_priority
-from .runtime import Runtime, get_runtime
+from .runtime import get_runtime
 
 log = logging.getLogger(__name__)
 KV_TTL_S = 300
-
-
-def sampling_params(spec: RequestSpec) -> SamplingParams:
-    s = spec.sampling
-    return SamplingParams(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed,
-                          max_tokens=max(1, s.max_tokens))
-
-
-def finish_early(rt: Runtime, spec: RequestSpec, *, reason: str, text: str = "", completion: int = 0,
-                 cached: int = 0, ttft_ms: float | None = None) -> None:
-    """End a request that never reaches decode (cancelled before it, or finished by its
-    first token): persist, then close the stream."""
-    duration = (time.time() - spec.enqueued_at) * 1000
-    usage = usage_dict(prompt=len(spec.prompt_token_ids), completion=completion, cached=cached)
-    services.request_finish(
-        spec=spec, text=text, finish_reason=reason, prompt_tokens=usage["prompt_tokens"],
-        cached_tokens=cached, completion_tokens=completion, ttft_ms=ttft_ms, duration_ms=duration,
-        prefill_worker=rt.name, decode_worker="",
-    )
-    streams.publish(rt.client, spec.request_id, [streams.end_record(reason, usage)])
-
-
-def usage_dict(*, prompt: int, completion: int, cached: int) -> dict:
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": cached}}
 
 
 def run_prefill(request_id: str) -> None:
@@ -48,12 +22,8 @@ def run_prefill(request_id: str) -> None:
     from .tasks import decode
 
     rt = get_runtime()
-    spec = load(rt.client, request_id)
+    spec = live_spec(rt, request_id)
     if spec is None:
-        services.request_fail(request_id=request_id, code="expired", message="The request expired in the queue.")
-        return
-    if services.is_cancelled(request_id=request_id):
-        finish_early(rt, spec, reason="cancelled")
         return
     rt.track(request_id)
     try:

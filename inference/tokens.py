@@ -8,8 +8,9 @@ import threading
 
 from django.conf import settings
 
-# Chat-template tokens around each message (<|im_start|>role\n … <|im_end|>\n).
-TEMPLATE_TOKENS_PER_MESSAGE = 5
+# Tokenizing a message alone can merge differently at its edges than inside the
+# template; one token per message covers it, so the estimate stays an upper bound.
+EDGE_MARGIN_PER_MESSAGE = 1
 
 
 _lock = threading.Lock()
@@ -31,12 +32,37 @@ def get_tokenizer():
     return _tokenizer
 
 
+_overhead: tuple[int, int] | None = None
+
+
+def template_overhead() -> tuple[int, int]:
+    """(fixed, per message): the tokens the model's chat template adds around messages,
+    measured once on the real template rather than assumed (templates differ a lot)."""
+    global _overhead
+    if _overhead is None:
+        tok = get_tokenizer()
+        if not getattr(tok, "chat_template", None):
+            _overhead = (8, 8)
+        else:
+            def rendered(n: int) -> int:
+                msgs = [{"role": "system", "content": "x"}] + [
+                    {"role": "user" if i % 2 == 0 else "assistant", "content": "x"} for i in range(n)]
+                return len(tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True))
+
+            x = len(tok("x", add_special_tokens=False)["input_ids"])
+            one, three = rendered(1), rendered(3)
+            per = (three - one) // 2 - x
+            _overhead = (one - 2 * (x + per), per)
+    return _overhead
+
+
 def count_message_tokens(texts: list[str]) -> int:
     if not texts:
         return 0
     tok = get_tokenizer()
     ids = tok(texts, add_special_tokens=False)["input_ids"]
-    return sum(len(x) for x in ids) + TEMPLATE_TOKENS_PER_MESSAGE * len(texts)
+    per = template_overhead()[1] + EDGE_MARGIN_PER_MESSAGE
+    return sum(len(x) for x in ids) + per * len(texts)
 
 
 def estimate_prompt_tokens(*, system_prompt: str, history: list[str], new: list[str], max_prompt_tokens: int) -> int:
@@ -44,7 +70,7 @@ def estimate_prompt_tokens(*, system_prompt: str, history: list[str], new: list[
     system prompt and the new messages always count in full (they are never dropped);
     older history counts up to the prompt limit, since the CPU tier drops the oldest
     turns to fit it. The real count replaces this estimate when the request ends."""
-    fixed = count_message_tokens([system_prompt, *new] if system_prompt else new)
+    fixed = template_overhead()[0] + count_message_tokens([system_prompt, *new] if system_prompt else new)
     if fixed > max_prompt_tokens:
         return fixed
     return min(fixed + count_message_tokens(history), max_prompt_tokens)

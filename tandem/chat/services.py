@@ -67,26 +67,25 @@ class Submission:
     served: bool
 
 
-def conversation_get(*, tenant: Tenant, conversation_id) -> Conversation:
+def _scoped_get(model, what: str, *, tenant: Tenant, pk):
+    """One row of `model` by id, only if it belongs to `tenant`; another tenant's id is
+    indistinguishable from an id that does not exist."""
     try:
-        pk = uuid.UUID(str(conversation_id))
+        pk = uuid.UUID(str(pk))
     except (TypeError, ValueError, AttributeError):
-        raise NotFound("conversation") from None
-    conv = scope_to_tenant(Conversation.objects.filter(pk=pk), tenant=tenant).first()
-    if conv is None:
-        raise NotFound("conversation")
-    return conv
+        raise NotFound(what) from None
+    row = scope_to_tenant(model.objects.filter(pk=pk), tenant=tenant).first()
+    if row is None:
+        raise NotFound(what)
+    return row
+
+
+def conversation_get(*, tenant: Tenant, conversation_id) -> Conversation:
+    return _scoped_get(Conversation, "conversation", tenant=tenant, pk=conversation_id)
 
 
 def message_get(*, tenant: Tenant, message_id) -> Message:
-    try:
-        pk = uuid.UUID(str(message_id))
-    except (TypeError, ValueError, AttributeError):
-        raise NotFound("message") from None
-    msg = scope_to_tenant(Message.objects.filter(pk=pk), tenant=tenant).first()
-    if msg is None:
-        raise NotFound("message")
-    return msg
+    return _scoped_get(Message, "message", tenant=tenant, pk=message_id)
 
 
 def route_is_served(route: Route) -> bool:
