@@ -56,6 +56,31 @@ def worker_services() -> list[Service]:
     return [Service(name, argv, env) for name, argv, env in devstack_workers(_cores())]
 
 
+def _wait_for_workers(procs: list[Service], should_stop, timeout: float = 300) -> bool:
+    """Model workers load their model before they serve; say so rather than print
+    "ready" while the first request would still wait."""
+    import redis
+
+    from inference.heartbeats import live_workers
+
+    url = os.environ.get("REDIS_URL") or f"redis://127.0.0.1:{os.environ.get('TANDEM_EMBEDDED_REDIS_PORT', '6390')}/0"
+    client = redis.Redis.from_url(url)
+    wanted = [(p.env["TANDEM_ROLE"], p.env.get("TANDEM_POOL", "shared")) for p in procs
+              if p.env.get("TANDEM_ROLE") not in (None, "cpu")]
+    deadline = time.monotonic() + timeout
+    print(f"[tandem] waiting for {len(wanted)} model worker(s) to load the model…", flush=True)
+    while True:
+        missing = [w for w in wanted if not live_workers(client, role=w[0], pool=w[1])]
+        if not missing:
+            return True
+        if should_stop():
+            return False
+        dead = [p.name for p in procs if p.proc.poll() is not None]
+        if dead or time.monotonic() > deadline:
+            raise SystemExit(f"[tandem] workers did not come up ({dead or missing}); see their output above")
+        time.sleep(0.5)
+
+
 def main() -> None:
     from tandem import embedded_redis
 
@@ -73,17 +98,6 @@ def main() -> None:
         svc.proc = subprocess.Popen(svc.argv, cwd=BASE_DIR, env={**os.environ, **svc.env})
         print(f"[tandem] started {svc.name} (pid {svc.proc.pid})", flush=True)
 
-    print(
-        "\n[tandem] ready\n"
-        f"  admin:   http://{HOST}:{PORT}/admin/   user {seed['admin_user']}  password {seed['admin_password']}\n"
-        f"  console: http://{HOST}:{PORT}/console/\n"
-        f"  demo:    http://{HOST}:{PORT}/demo/{seed['tenant']}/\n"
-        f"  API:     http://{HOST}:{PORT}/v1/chat/completions   docs http://{HOST}:{PORT}/api/docs/\n"
-        f"  demo secret key: {seed['secret_key']}\n"
-        "  Ctrl-C stops everything.\n",
-        flush=True,
-    )
-
     stopping = False
 
     def stop(*_):
@@ -93,6 +107,17 @@ def main() -> None:
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     try:
+        if _wait_for_workers(procs, lambda: stopping):
+            print(
+                "\n[tandem] ready\n"
+                f"  admin:   http://{HOST}:{PORT}/admin/   user {seed['admin_user']}  password {seed['admin_password']}\n"
+                f"  console: http://{HOST}:{PORT}/console/\n"
+                f"  demo:    http://{HOST}:{PORT}/demo/{seed['tenant']}/\n"
+                f"  API:     http://{HOST}:{PORT}/v1/chat/completions   docs http://{HOST}:{PORT}/api/docs/\n"
+                f"  demo secret key: {seed['secret_key']}\n"
+                "  Ctrl-C stops everything.\n",
+                flush=True,
+            )
         while not stopping:
             for svc in procs:
                 if svc.proc.poll() is not None:
