@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -11,18 +12,25 @@ from tests.factories import make_tenant
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture(autouse=True)
-def orm_beside_playwright(monkeypatch):
-    # Playwright's sync API keeps an event loop running in this thread, which makes
-    # Django refuse ORM calls as "async"; the test's own ORM use is plain sync code.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+@pytest.fixture(scope="module")
+def orm_beside_playwright():
+    # Playwright's sync API keeps an event loop running in this thread while the browser
+    # is open, which makes Django refuse ORM calls (the tests' and the database
+    # fixtures') as "async"; they are plain synchronous code.
+    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    yield
+    if before is None:
+        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser(orm_beside_playwright):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
