@@ -1,17 +1,22 @@
 """The decoder model: a batched Llama-style forward in plain torch over Hugging Face weights.
 
 Owns the weights (fused for fewer, larger matmuls) and the forward pass. It does not own
-any KV cache: callers pass cache tensors in and the forward writes the new positions'
-keys and values into them. One forward serves prefill (many tokens per row, optionally
+any KV cache: callers pass a cache tensor in and the forward writes the new positions'
+keys and values into it. One forward serves prefill (many tokens per row, optionally
 after a cached prefix) and decode (one token per row), because both are "append S tokens
 at per-row positions, attend causally to everything before them".
 
-HF's own forward is not used per step: its per-module Python overhead dominates a
-135M-parameter model on a CPU. The numerics follow HF's Llama (RMSNorm in fp32, RoPE
-tables computed in fp32 and cast to the model dtype) so fp32 greedy output matches.
+HF's own forward is not used per step: on a CPU a 135M-parameter model spends most of its
+time in per-op overhead, so the forward is written for few ops per layer (12 on the bf16
+CPU path): q, k and v in one matmul; RoPE applied to the whole q|k|v block at once (the v
+heads rotate by angle 0); keys and values stored as one cache tensor, written by one
+index_put; on bf16 CPUs, oneDNN-packed weights with the RMSNorm scale folded in and the
+residual add, SiLU and gating fused into the matmuls. fp32 follows HF's numerics
+closely enough that greedy output matches token for token.
 
+Cache layout: [L, B, 2 Hkv, T, D], heads 0..Hkv-1 keys, Hkv..2Hkv-1 values.
 Shapes: B rows, S new tokens per row, T cache positions attended, L layers, H query heads,
-Hkv key/value heads, G = H // Hkv, D head dim, E hidden size, V vocabulary.
+Hkv key/value heads, G = H // Hkv, D head dim, E hidden size, F MLP size, V vocabulary.
 """
 
 from __future__ import annotations
@@ -36,13 +41,12 @@ class ModelShape:
 
 @dataclass
 class LayerWeights:
-    ln_attn: torch.Tensor  # [E]
-    w_qkv: torch.Tensor  # [(H + 2 Hkv) D, E]: q, k and v projections in one matmul
-    b_qkv: torch.Tensor | None  # [(H + 2 Hkv) D] (Qwen2 only)
-    w_o: torch.Tensor  # [E, H D]
-    ln_mlp: torch.Tensor  # [E]
-    w_gate_up: torch.Tensor  # [2 F, E]: gate and up projections in one matmul
-    w_down: torch.Tensor  # [E, F]
+    ln_attn: torch.Tensor | None  # [E]; None when folded into qkv
+    qkv: Linear  # [(H + 2 Hkv) D, E]: q, k and v projections in one matmul
+    o: Linear  # [E, H D]
+    ln_mlp: torch.Tensor | None  # [E]; None when folded into gate/up
+    gate_up: Linear  # [2 F, E]: gate and up projections
+    down: Linear  # [E, F]
 
 
 class DecoderModel:
@@ -52,69 +56,75 @@ class DecoderModel:
         self.dtype = dtype
         self.max_context = max_context
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        self.shape = ModelShape(
-            num_layers=cfg.num_hidden_layers,
-            hidden=cfg.hidden_size,
-            num_heads=cfg.num_attention_heads,
-            num_kv_heads=cfg.num_key_value_heads,
-            head_dim=head_dim,
-            vocab=cfg.vocab_size,
+        self.shape = s = ModelShape(
+            num_layers=cfg.num_hidden_layers, hidden=cfg.hidden_size, num_heads=cfg.num_attention_heads,
+            num_kv_heads=cfg.num_key_value_heads, head_dim=head_dim, vocab=cfg.vocab_size,
             rms_eps=cfg.rms_norm_eps,
         )
-
-        def w(t: torch.Tensor) -> torch.Tensor:
-            return t.detach().to(device=self.device, dtype=dtype).contiguous()
+        self.packed = Linear.can_pack(self.device, dtype)
+        # Folding the RMSNorm scale into the next matmul saves an op per norm; done only
+        # where packing already gives up bit-parity with HF (bf16 CPU).
+        fold = self.packed
+        def mk(w: torch.Tensor, b: torch.Tensor | None = None, ln: torch.Tensor | None = None,
+               halves: bool = False) -> Linear:
+            return Linear.build(w, b, ln if fold else None, device=self.device, dtype=dtype,
+                                packed=self.packed, halves=halves)
 
         inner = hf_model.model
         self.layers: list[LayerWeights] = []
         for layer in inner.layers:
             att, mlp = layer.self_attn, layer.mlp
+            ln1, ln2 = layer.input_layernorm.weight, layer.post_attention_layernorm.weight
             biases = [p.bias for p in (att.q_proj, att.k_proj, att.v_proj)]
-            self.layers.append(
-                LayerWeights(
-                    ln_attn=w(layer.input_layernorm.weight),
-                    w_qkv=w(torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight])),
-                    b_qkv=w(torch.cat(biases)) if all(b is not None for b in biases) else None,
-                    w_o=w(att.o_proj.weight),
-                    ln_mlp=w(layer.post_attention_layernorm.weight),
-                    w_gate_up=w(torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight])),
-                    w_down=w(mlp.down_proj.weight),
-                )
-            )
-        self.embed = w(inner.embed_tokens.weight)  # [V, E]
-        lm_head = hf_model.lm_head.weight
-        self.lm_head = self.embed if lm_head.data_ptr() == inner.embed_tokens.weight.data_ptr() else w(lm_head)
-        self.norm = w(inner.norm.weight)  # [E]
+            b_qkv = torch.cat(biases) if all(b is not None for b in biases) else None
+            self.layers.append(LayerWeights(
+                ln_attn=None if fold else self._w(ln1),
+                qkv=mk(torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]), b_qkv, ln1),
+                o=mk(att.o_proj.weight),
+                ln_mlp=None if fold else self._w(ln2),
+                gate_up=mk(torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]), None, ln2, halves=True),
+                down=mk(mlp.down_proj.weight),
+            ))
+        self.embed = self._w(inner.embed_tokens.weight)  # [V, E]
+        self.norm = None if fold else self._w(inner.norm.weight)  # [E]
+        self.lm_head = mk(hf_model.lm_head.weight, None, inner.norm.weight)  # [V, E]
         # RoPE tables for every position, computed as HF does (fp32, then cast), from the
         # model's own rotary module so any scaling it implements (llama3, yarn, ...) applies.
         rotary = inner.rotary_emb
         inv_freq = rotary.inv_freq.detach().float().cpu()  # [D/2]
-        pos = torch.arange(max_context, dtype=torch.float32)
-        freqs = pos[:, None] * inv_freq[None, :]  # [P, D/2]
+        freqs = torch.arange(max_context, dtype=torch.float32)[:, None] * inv_freq[None, :]  # [P, D/2]
         emb = torch.cat([freqs, freqs], dim=-1)  # [P, D]
         scale = float(getattr(rotary, "attention_scaling", 1.0))
-        self.cos = (emb.cos() * scale).to(device=self.device, dtype=dtype)  # [P, D]
-        self.sin = (emb.sin() * scale).to(device=self.device, dtype=dtype)  # [P, D]
+        self.cos = self._w(emb.cos() * scale)  # [P, D]
+        # rotate_half(x) * sin == roll(x, D/2) * (sin with its first half negated): one op
+        # fewer, and exact (negation is).
+        sin = self._w(emb.sin() * scale)
+        self.sin_signed = torch.cat([-sin[:, : head_dim // 2], sin[:, head_dim // 2 :]], dim=-1)  # [P, D]
         self.scale = head_dim**-0.5
+        n_qk, n_v = s.num_heads + s.num_kv_heads, s.num_kv_heads
+        self._rope_id = (torch.ones(n_v, head_dim, device=self.device, dtype=dtype),
+                         torch.zeros(n_v, head_dim, device=self.device, dtype=dtype))  # v: angle 0
+        self._n_qk = n_qk
 
-    def new_kv(self, rows: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Zeroed cache tensors [L, rows, Hkv, length, D]; zero (not empty) because masked
+    def _w(self, t: torch.Tensor) -> torch.Tensor:
+        return t.detach().to(device=self.device, dtype=self.dtype).contiguous()
+
+    def new_kv(self, rows: int, length: int) -> torch.Tensor:
+        """A zeroed cache [L, rows, 2 Hkv, length, D]; zero (not empty) because masked
         positions still enter attention's weighted sum with weight 0, and 0 * NaN = NaN."""
         s = self.shape
-        size = (s.num_layers, rows, s.num_kv_heads, length, s.head_dim)
-        return (torch.zeros(size, device=self.device, dtype=self.dtype),
-                torch.zeros(size, device=self.device, dtype=self.dtype))
+        size = (s.num_layers, rows, 2 * s.num_kv_heads, length, s.head_dim)
+        return torch.zeros(size, device=self.device, dtype=self.dtype)
 
     @torch.inference_mode()
     def forward(
         self,
         input_ids: torch.Tensor,  # [B, S] int64
         positions: torch.Tensor,  # [B, S] int64: each token's absolute position = its KV index
-        cache_k: torch.Tensor,  # [L, B, Hkv, >=T, D], written at `positions`
-        cache_v: torch.Tensor,  # [L, B, Hkv, >=T, D]
+        cache: torch.Tensor,  # [L, B, 2 Hkv, >=T, D], written at `positions`
         kv_len: int,  # T: attend over cache positions [0, T); T > every position
         logit_index: torch.Tensor,  # [B] int64: which of the S tokens each row wants logits for
-    ) -> torch.Tensor:  # [B, V] float32
+    ) -> torch.Tensor:  # [B, V] in the model dtype
         s = self.shape
         B, S = input_ids.shape
         H, Hkv, D, G = s.num_heads, s.num_kv_heads, s.head_dim, s.num_heads // s.num_kv_heads
@@ -122,53 +132,61 @@ class DecoderModel:
         # A key is visible to a query iff it is at or before the query's position; this
         # also hides other rows' padding and stale cache contents beyond a row's length.
         key_pos = torch.arange(kv_len, device=self.device)
-        mask = key_pos[None, None, :] <= positions[:, :, None]  # [B, S, T]
+        visible = key_pos[None, None, :] <= positions[:, :, None]  # [B, S, T]
+        # Additive float mask, built once: a bool mask is converted inside every call.
+        mask = torch.zeros(visible.shape, device=self.device, dtype=self.dtype).masked_fill_(
+            ~visible, float("-inf"))
         if S == 1:
             mask = mask[:, None]  # [B, 1, 1, T], broadcast over the G query heads per KV head
         else:
             mask = mask[:, None, None].expand(B, 1, G, S, kv_len).reshape(B, 1, G * S, kv_len)
-        cos = self.cos[positions][:, :, None]  # [B, S, 1, D]
-        sin = self.sin[positions][:, :, None]  # [B, S, 1, D]
+        cos, sin = self._rope_tables(positions)  # [B, S, H + 2 Hkv, D] each
         write_rows = rows[:, None].expand(B, S)  # [B, S]
 
         x = F.embedding(input_ids, self.embed)  # [B, S, E]
         for i, lw in enumerate(self.layers):
             h = self._rms_norm(x, lw.ln_attn)
-            qkv = F.linear(h, lw.w_qkv, lw.b_qkv)  # [B, S, (H + 2 Hkv) D]
-            qk = qkv[..., : (H + Hkv) * D].view(B, S, H + Hkv, D)  # rotate q and k together
-            qk = qk * cos + self._rotate_half(qk) * sin  # [B, S, H + Hkv, D]
-            v = qkv[..., (H + Hkv) * D :].view(B, S, Hkv, D)
-            ck, cv = cache_k[i], cache_v[i]  # [B, Hkv, T', D]
-            ck[write_rows, :, positions] = qk[:, :, H:]  # [B, S, Hkv, D] into [B, Hkv, T', D]
-            cv[write_rows, :, positions] = v
+            qkv = lw.qkv(h).view(B, S, H + 2 * Hkv, D)
+            # RoPE on q and k: x cos + roll(x, D/2) sin', with the halves swapped by a flip.
+            swapped = qkv.view(B, S, H + 2 * Hkv, 2, D // 2).flip(-2).view(B, S, H + 2 * Hkv, D)
+            qkv = torch.addcmul(qkv * cos, swapped, sin)
+            kv = cache[i]  # [B, 2 Hkv, T', D]
+            kv[write_rows, :, positions] = qkv[:, :, H:]  # [B, S, 2 Hkv, D]: keys and values
             if S == 1:
-                q = qk[:, 0, :H].view(B, Hkv, G, D)  # query heads grouped by their KV head
+                q = qkv[:, 0, :H].view(B, Hkv, G, D)  # query heads grouped by their KV head
             else:  # [B, S, H, D] -> [B, Hkv, G * S, D]
-                q = qk[:, :, :H].transpose(1, 2).reshape(B, Hkv, G * S, D)
+                q = qkv[:, :, :H].transpose(1, 2).reshape(B, Hkv, G * S, D)
             o = F.scaled_dot_product_attention(
-                q, ck[:, :, :kv_len], cv[:, :, :kv_len], attn_mask=mask, scale=self.scale
+                q, kv[:, :Hkv, :kv_len], kv[:, Hkv:, :kv_len], attn_mask=mask, scale=self.scale
             )  # [B, Hkv, G * S, D]
             if S == 1:
-                o = o.reshape(B, 1, H * D)
+                o = o.view(B, 1, H * D)
             else:
                 o = o.view(B, H, S, D).transpose(1, 2).reshape(B, S, H * D)
-            x = x + F.linear(o, lw.w_o)  # [B, S, E]
+            x = lw.o.add(o, x)  # x + o W_o^T  [B, S, E]
             h = self._rms_norm(x, lw.ln_mlp)
-            gate, up = F.linear(h, lw.w_gate_up).chunk(2, dim=-1)  # [B, S, F] each
-            x = x + F.linear(F.silu(gate) * up, lw.w_down)
+            x = lw.down.add(lw.gate_up.swiglu(h), x)  # x + (silu(h W_g^T) * h W_u^T) W_d^T
         last = x[rows, logit_index]  # [B, E]: only the positions whose logits are wanted
-        return F.linear(self._rms_norm(last, self.norm), self.lm_head).float()  # [B, V]
+        return self.lm_head(self._rms_norm(last, self.norm))  # [B, V], model dtype
 
-    def _rms_norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        # As HF: normalise in fp32, cast back, then scale.
-        xf = x.float()
-        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.shape.rms_eps)
-        return weight * xf.to(x.dtype)
+    def _rope_tables(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        B, S = positions.shape
+        cos = self.cos[positions][:, :, None].expand(B, S, self._n_qk, -1)  # [B, S, H + Hkv, D]
+        sin = self.sin_signed[positions][:, :, None].expand(B, S, self._n_qk, -1)
+        one, zero = (t.expand(B, S, -1, -1) for t in self._rope_id)  # [B, S, Hkv, D]
+        return torch.cat([cos, one], dim=2), torch.cat([sin, zero], dim=2)
 
-    @staticmethod
-    def _rotate_half(x: torch.Tensor) -> torch.Tensor:
-        half = x.shape[-1] // 2
-        return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    def _rms_norm(self, x: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+        """RMSNorm as HF computes it (fp32 statistics, cast back, then scale).
+
+        Written as LayerNorm over [x, -x]: that vector's mean is 0 and its variance is
+        mean(x^2), so LayerNorm's one fused kernel gives x / sqrt(mean(x^2) + eps) in its
+        first half. F.rms_norm is ~7 separate kernels on a CPU, and after a large matmul
+        has flushed the caches each kernel launch costs ~15 us: this is 3.
+        """
+        E = x.shape[-1]
+        y = F.layer_norm(torch.cat([x, x.neg()], dim=-1), (2 * E,), eps=self.shape.rms_eps)[..., :E]
+        return y if weight is None else weight * y
 
     @torch.inference_mode()
     def prefill(
@@ -178,35 +196,94 @@ class DecoderModel:
     ) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], torch.Tensor]:
         """Run a batch of prompts (each optionally after a past KV prefix [L, Hkv, P, D]).
 
-        Returns per prompt its full KV (past + prompt, [L, Hkv, P + n, D], on the model's
-        device) and the logits [B, V] at each prompt's last token.
+        Returns per prompt its full KV (past + prompt, k and v [L, Hkv, P + n, D] each, on
+        the model's device) and the logits [B, V] at each prompt's last token.
         """
-        B = len(prompts)
+        B, Hkv = len(prompts), self.shape.num_kv_heads
         past_lens = [0 if p is None else int(p[0].shape[2]) for p in pasts]
         lens = [len(p) for p in prompts]
         S = max(lens)
         # One scratch position past the longest row takes every padding token's KV, so
         # padding never overwrites a real position and never sees past max_context.
         T = max(pl + n for pl, n in zip(past_lens, lens, strict=True)) + 1
-        cache_k, cache_v = self.new_kv(B, T)
+        cache = self.new_kv(B, T)
         ids = torch.zeros((B, S), dtype=torch.long)
         for b, (prompt, past) in enumerate(zip(prompts, pasts, strict=True)):
             ids[b, : lens[b]] = torch.tensor(prompt, dtype=torch.long)
             if past is not None:
-                cache_k[:, b, :, : past_lens[b]] = past[0]
-                cache_v[:, b, :, : past_lens[b]] = past[1]
+                cache[:, b, :Hkv, : past_lens[b]] = past[0]
+                cache[:, b, Hkv:, : past_lens[b]] = past[1]
         # Real tokens at past + i; padding at the scratch position T - 1, which is after
         # every real query's position and so invisible to it.
         offsets = torch.arange(S)[None, :]  # [1, S]
         positions = torch.tensor(past_lens)[:, None] + offsets  # [B, S]
         positions = torch.where(offsets < torch.tensor(lens)[:, None], positions, T - 1)
         logit_index = torch.tensor(lens) - 1
-        logits = self.forward(
-            ids.to(self.device), positions.to(self.device), cache_k, cache_v, T, logit_index.to(self.device)
-        )
+        logits = self.forward(ids.to(self.device), positions.to(self.device), cache, T,
+                              logit_index.to(self.device))
         kvs = [
-            (cache_k[:, b, :, : past_lens[b] + lens[b]].contiguous(),
-             cache_v[:, b, :, : past_lens[b] + lens[b]].contiguous())
+            (cache[:, b, :Hkv, : past_lens[b] + lens[b]].contiguous(),
+             cache[:, b, Hkv:, : past_lens[b] + lens[b]].contiguous())
             for b in range(B)
         ]
         return kvs, logits
+
+
+class Linear:
+    """y = x W^T (+ b), and the fused forms the layer needs (residual add, SwiGLU).
+
+    Plain weights use F.linear. On a bf16 CPU the weights are packed once for oneDNN
+    (which would otherwise re-lay them out for AMX on every call: ~30% of a matmul) and
+    the add / SiLU / gating run as the matmul's post-ops instead of separate ops.
+    """
+
+    def __init__(self, w: torch.Tensor, b: torch.Tensor | None, packed: bool, halves: bool):
+        self.packed = packed
+        self.b = b
+        if packed and halves:  # SwiGLU: gate and up as two packed matmuls with post-ops
+            gate, up = w.chunk(2, dim=0)
+            self.w, self.w_up = _pack(gate.contiguous()), _pack(up.contiguous())
+        else:
+            self.w, self.w_up = (_pack(w) if packed else w), None
+
+    @classmethod
+    def build(cls, w: torch.Tensor, b: torch.Tensor | None = None, ln: torch.Tensor | None = None, *,
+              device: torch.device, dtype: torch.dtype, packed: bool, halves: bool = False) -> Linear:
+        """`ln`: an RMSNorm scale to fold in, W diag(ln) (computed in fp32, then cast)."""
+        w = w.detach().float()
+        if ln is not None:
+            w = w * ln.detach().float()[None, :]
+        b = None if b is None else b.detach().to(device=device, dtype=dtype)
+        return cls(w.to(device=device, dtype=dtype).contiguous(), b, packed, halves)
+
+    @staticmethod
+    def can_pack(device: torch.device, dtype: torch.dtype) -> bool:
+        if device.type != "cpu" or dtype != torch.bfloat16:
+            return False
+        try:  # private oneDNN ops (those inductor's CPU freezing uses): probe, never assume
+            w = _pack(torch.ones(8, 8, dtype=dtype))
+            out = torch.ops.mkldnn._linear_pointwise(torch.ones(2, 8, dtype=dtype), w, None, "none", [], "")
+            return bool(torch.equal(out, torch.full((2, 8), 8.0, dtype=dtype)))
+        except (AttributeError, RuntimeError):
+            return False
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if self.packed:
+            return torch.ops.mkldnn._linear_pointwise(x, self.w, self.b, "none", [], "")
+        return F.linear(x, self.w, self.b)
+
+    def add(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        if self.packed:
+            return torch.ops.mkldnn._linear_pointwise.binary(x, residual, self.w, self.b, "add")
+        return residual + F.linear(x, self.w, self.b)
+
+    def swiglu(self, x: torch.Tensor) -> torch.Tensor:
+        if self.w_up is not None:
+            gate = torch.ops.mkldnn._linear_pointwise(x, self.w, None, "swish", [], "")
+            return torch.ops.mkldnn._linear_pointwise.binary(x, gate, self.w_up, None, "mul")
+        gate, up = F.linear(x, self.w).chunk(2, dim=-1)
+        return F.silu(gate) * up
+
+
+def _pack(w: torch.Tensor) -> torch.Tensor:
+    return torch.ops.mkldnn._reorder_linear_weight(w, 64)  # laid out for batches near 64

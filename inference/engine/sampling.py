@@ -62,11 +62,13 @@ def make_generator(params: SamplingParams, tokens_done: int) -> torch.Generator 
 
 
 def sample_tokens(
-    logits: torch.Tensor,  # [B, V] float32
+    logits: torch.Tensor,  # [B, V], any float dtype (the model's)
     params: Sequence[SamplingParams],
     generators: Sequence[torch.Generator | None],
 ) -> torch.Tensor:  # [B] int64, on logits' device
-    tokens = logits.argmax(dim=-1)  # greedy rows are done; sampled rows are overwritten
+    # Greedy rows are done here, sampled rows overwritten below. max() rather than
+    # argmax(): same first-maximum index, several times faster on a CPU.
+    tokens = logits.max(dim=-1).indices
     rows = [i for i, p in enumerate(params) if not p.greedy]
     if not rows:
         return tokens
@@ -76,7 +78,7 @@ def sample_tokens(
     u = torch.cat([torch.rand(1, generator=generators[i]) for i in rows]).to(dev)  # [R]
     idx = torch.tensor(rows, device=dev)
     temp = torch.tensor([params[i].temperature for i in rows], device=dev)[:, None]
-    probs = torch.softmax(logits[idx] / temp, dim=-1)  # [R, V]
+    probs = torch.softmax(logits[idx].float() / temp, dim=-1)  # [R, V] float32
     top_k = [params[i].top_k for i in rows]
     top_p = torch.tensor([params[i].top_p for i in rows], device=dev)
     truncated = [k > 0 or params[i].top_p < 1 for k, i in zip(top_k, rows, strict=True)]
