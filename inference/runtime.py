@@ -128,25 +128,29 @@ def start_runtime(config: WorkerConfig) -> Runtime:
 
 
 def _listen_for_cancels(rt: Runtime) -> None:
-    """Cancellation reaches the engine at once: the web tier publishes the request id."""
+    """Cancellation reaches the engine at once: the web tier publishes the request id.
+    (Pub/sub may drop a message while reconnecting; the reaper below re-checks the
+    durable cancel flags, so a lost message only delays a cancel by a few seconds.)"""
     while not rt._stop.is_set():
         try:
             pubsub = rt.client.pubsub(ignore_subscribe_messages=True)
             pubsub.subscribe(keys.CANCEL_CHANNEL)
-            for msg in pubsub.listen():
-                if rt._stop.is_set():
-                    return
-                request_id = msg["data"].decode()
-                if request_id in rt.active:
-                    rt.cancel(request_id)
+            while not rt._stop.is_set():
+                msg = pubsub.get_message(timeout=1.0)
+                if msg and msg["type"] == "message":
+                    request_id = msg["data"].decode()
+                    if request_id in rt.active:
+                        rt.cancel(request_id)
         except redis.RedisError:
+            log.warning("cancel listener lost Redis; reconnecting", exc_info=True)
             rt._stop.wait(1.0)
 
 
 def _reap_abandoned(rt: Runtime) -> None:
-    """Cancel requests nobody listens to any more: the web tier keeps a lease per
-    request (`tandem:listen:<id>`) while a client follows it; a lapsed lease means the
-    client left and did not come back to resume."""
+    """Every few seconds, for the requests in flight here: cancel those flagged cancelled
+    (in case the pub/sub message was missed) and those nobody listens to any more (the
+    web tier keeps a lease per request, `tandem:listen:<id>`, while a client follows
+    it; a lapsed lease means the client left and did not come back to resume)."""
     while not rt._stop.wait(REAP_INTERVAL_S):
         with rt.lock:
             active = list(rt.active)
@@ -155,12 +159,15 @@ def _reap_abandoned(rt: Runtime) -> None:
         try:
             pipe = rt.client.pipeline(transaction=False)
             for r in active:
+                pipe.exists(keys.cancel(r))
                 pipe.exists(keys.listener(r))
-            alive = pipe.execute()
+            flags = pipe.execute()
         except redis.RedisError:
             continue
-        for request_id, present in zip(active, alive, strict=False):
-            if not present:
-                log.info("cancelling %s: no listener", request_id)
-                rt.client.set(keys.cancel(request_id), "1", ex=3600)
+        for i, request_id in enumerate(active):
+            cancelled, listened = flags[2 * i], flags[2 * i + 1]
+            if cancelled or not listened:
+                if not listened:
+                    log.info("cancelling %s: no listener", request_id)
+                    rt.client.set(keys.cancel(request_id), "1", ex=3600)
                 rt.cancel(request_id)
