@@ -43,7 +43,7 @@ class ModelShape:
 class LayerWeights:
     ln_attn: torch.Tensor | None  # [E]; None when folded into qkv
     qkv: Linear  # [(H + 2 Hkv) D, E]: q, k and v projections in one matmul
-    o: Linear  # [E, H D]
+    o: Linear  # [E, H D] (+ bias with Llama attention_bias)
     ln_mlp: torch.Tensor | None  # [E]; None when folded into gate/up
     gate_up: Linear  # [2 F, E]: gate and up projections
     down: Linear  # [E, F]
@@ -80,7 +80,7 @@ class DecoderModel:
             self.layers.append(LayerWeights(
                 ln_attn=None if fold else self._w(ln1),
                 qkv=mk(torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]), b_qkv, ln1),
-                o=mk(att.o_proj.weight),
+                o=mk(att.o_proj.weight, att.o_proj.bias),
                 ln_mlp=None if fold else self._w(ln2),
                 gate_up=mk(torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]), None, ln2, halves=True),
                 down=mk(mlp.down_proj.weight),

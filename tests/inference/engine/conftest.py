@@ -56,6 +56,26 @@ def hf_tiny(tiny_dir):
     return AutoModelForCausalLM.from_pretrained(tiny_dir, dtype=torch.float32).eval()
 
 
+@pytest.fixture(scope="session")
+def odd_llama():
+    """A small HF Llama with what the tiny model lacks: RMSNorm scales other than 1 and
+    Qwen2-style q/k/v biases, so folding and bias paths are exercised."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(vocab_size=512, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, head_dim=16, rope_theta=10000.0,
+                         attention_bias=True, tie_word_embeddings=True, initializer_range=0.2)
+    torch.manual_seed(5)
+    model = LlamaForCausalLM(config).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.uniform_(0.5, 1.5)
+            elif name.endswith(".bias"):
+                p.normal_(0, 0.2)
+    return model
+
+
 def hf_greedy(hf_model, token_ids: list[int], max_new_tokens: int, eos: int | None) -> list[int]:
     """HF generate's greedy continuation, without the EOS it may end with (the engine does
     not emit stop tokens)."""

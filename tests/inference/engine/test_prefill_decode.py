@@ -11,6 +11,7 @@ import torch
 from inference.engine.config import EngineConfig
 from inference.engine.kv import KVCache
 from inference.engine.loader import UnsupportedModelError, load_model
+from inference.engine.model import DecoderModel
 from inference.engine.prefill import PrefillEngine, PrefillRequest
 from inference.engine.prepare import DEFAULT_DIR as REAL_MODEL_DIR
 from inference.engine.sampling import SamplingParams
@@ -154,6 +155,37 @@ def test_fingerprint_tells_weights_apart_but_not_dtypes(tiny, tiny_dir, tmp_path
     other = build_tiny_model(tmp_path / "other", seed=1)
     assert model_fingerprint(other) != tiny.fingerprint
     assert model_fingerprint(tiny_dir) == tiny.fingerprint
+
+
+def forced_logits(model, tokens: list[int], n_prompt: int) -> list[torch.Tensor]:
+    """Logits from a prefill of tokens[:n_prompt], then one decode step per later token."""
+    kvs, logits = model.prefill([tokens[:n_prompt]], [None])
+    got = [logits[0].float()]
+    cache = model.new_kv(1, len(tokens) + 1)
+    hkv = model.shape.num_kv_heads
+    cache[:, 0, :hkv, :n_prompt], cache[:, 0, hkv:, :n_prompt] = kvs[0]
+    for pos in range(n_prompt, len(tokens)):
+        step = model.forward(torch.tensor([[tokens[pos]]]), torch.tensor([[pos]]), cache, pos + 1,
+                             torch.zeros(1, dtype=torch.long))
+        got.append(step[0].float())
+    return got
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_prefill_and_decode_logits_track_hf_with_norm_scales_and_biases(odd_llama, dtype):
+    """fp32 must match HF closely; bf16 (packed weights, norm scales folded in, fused
+    post-ops on a CPU with AMX) cannot match exactly but must stay close."""
+    model = DecoderModel(odd_llama, device=torch.device("cpu"), dtype=dtype, max_context=128)
+    tokens = [(37 * j + 11) % 500 + 3 for j in range(30)]  # 22 prompt tokens, 8 decode steps
+    with torch.inference_mode():
+        ref = odd_llama(torch.tensor([tokens])).logits[0]  # [len, V] fp32
+    for i, lg in enumerate(forced_logits(model, tokens, 22)):
+        expected = ref[21 + i]
+        if dtype == torch.float32:
+            torch.testing.assert_close(lg, expected, rtol=1e-4, atol=1e-4)
+        else:
+            assert torch.nn.functional.cosine_similarity(lg, expected, dim=0) > 0.999, f"step {i}"
+            assert (lg - expected).abs().max() < 0.2 * expected.std(), f"step {i}"
 
 
 @pytest.mark.real_model
