@@ -161,6 +161,9 @@ class DecodeEngine:
     # -- engine thread ----------------------------------------------------------------
 
     def _loop(self) -> None:
+        # OpenMP's thread count is per calling thread: set it here too, or this thread
+        # would use one thread per core whatever the config says.
+        self.config.apply_cpu_settings()
         while True:
             with self._cv:
                 while not (self._stopping or self._inbox or self._cancels or self._has_work()):
