@@ -1,10 +1,9 @@
 """The batch runner: the running decode batch and its KV cache, one step at a time.
 
 Owns a preallocated per-slot KV cache [L, max_batch, 2 Hkv, capacity, D] (keys, then
-values, as DecoderModel lays them out) and the sequences
-in its slots. Slots are kept compact (sequences occupy 0..n-1; a leaving sequence's slot
-is refilled by the last one) so a step runs on plain views of the first n rows, with no
-gather. Capacity (positions per slot) follows the longest sequence in flight, in steps of
+values, as DecoderModel lays them out) and the sequences in its slots. Slots are kept
+compact (sequences occupy 0..n-1; a leaving sequence's slot is refilled by the last one)
+so a step runs on plain views of the first n rows, with no gather. Capacity (positions per slot) follows the longest sequence in flight, in steps of
 _CAPACITY_STEP, growing and shrinking with it: memory follows the batch rather than the
 worst case, and attention streams the cache with little stride between slots (a cache
 twice as wide as the sequences in it makes attention ~25% slower on a CPU).
