@@ -1,11 +1,11 @@
 """The batch runner: the running decode batch and its KV cache, one step at a time.
 
-Owns a preallocated per-slot KV cache [L, max_batch, 2 Hkv, capacity, D] (keys, then
+Owns a preallocated per-slot KV cache [L, rows, 2 Hkv, capacity, D] (keys, then
 values, as DecoderModel lays them out) and the sequences in its slots. Slots are kept
 compact (sequences occupy 0..n-1; a leaving sequence's slot is refilled by the last one)
 so a step runs on plain views of the first n rows, with no gather. Capacity (positions per slot) follows the longest sequence in flight, in steps of
-_CAPACITY_STEP, growing and shrinking with it: memory follows the batch rather than the
-worst case, and attention streams the cache with little stride between slots (a cache
+_CAPACITY_STEP, growing and shrinking with it, and rows (slots) double up to max_batch as
+the batch grows: memory follows the batch rather than the worst case, and attention streams the cache with little stride between slots (a cache
 twice as wide as the sequences in it makes attention ~25% slower on a CPU).
 
 Knows nothing of queues, threads or admission: the decode and colocated engines decide
@@ -30,9 +30,10 @@ class BatchRunner:
         self.max_batch = max_batch
         self.max_context = max_context
         self.seqs: list[Sequence] = []  # seqs[i] lives in slot i
-        self.capacity = 0
-        self.cache = torch.empty(0)  # [L, max_batch, 2 Hkv, capacity, D]
-        self._ensure_capacity(min(_CAPACITY_STEP, max_context))
+        self.capacity = 0  # positions per slot
+        self.rows = 0  # slots allocated, up to max_batch
+        self.cache = torch.empty(0)  # [L, rows, 2 Hkv, capacity, D]
+        self._ensure_room(1, min(_CAPACITY_STEP, max_context))
 
     @property
     def size(self) -> int:
@@ -48,7 +49,7 @@ class BatchRunner:
             raise RuntimeError("no free decode slot")
         slot = self.size
         n = kv.length
-        self._ensure_capacity(max(s.kv_len for s in [*self.seqs, seq]) + 1)
+        self._ensure_room(slot + 1, max(s.kv_len for s in [*self.seqs, seq]) + 1)
         dev, dt, hkv = self.model.device, self.model.dtype, self.model.shape.num_kv_heads
         self.cache[:, slot, :hkv, :n] = kv.k.to(device=dev, dtype=dt, non_blocking=True)
         self.cache[:, slot, hkv:, :n] = kv.v.to(device=dev, dtype=dt, non_blocking=True)
@@ -74,7 +75,7 @@ class BatchRunner:
         # sync per step is reading the sampled tokens back.
         lengths = [s.kv_len for s in self.seqs]  # the fed token's position, per slot
         kv_len = max(lengths) + 1
-        self._ensure_capacity(kv_len)
+        self._ensure_room(n, kv_len)
         input_ids = torch.tensor([[s.tokens[-1]] for s in self.seqs], device=dev)  # [n, 1]
         positions = torch.tensor(lengths, device=dev)[:, None]  # [n, 1]
         logits = self.model.forward(
@@ -87,19 +88,21 @@ class BatchRunner:
         tokens = sample_tokens(logits, [s.sampling for s in self.seqs], [s.generator for s in self.seqs])
         return tokens.tolist()
 
-    def _ensure_capacity(self, needed: int) -> None:
-        """Room for `needed` positions per slot, with up to two steps of slack so a
-        growing batch reallocates (a full copy) once per _CAPACITY_STEP steps at most."""
-        if needed > self.max_context:
-            raise RuntimeError(f"sequence of {needed} positions exceeds max_context {self.max_context}")
-        too_small = needed > self.capacity
-        too_big = self.capacity - needed > 3 * _CAPACITY_STEP
+    def _ensure_room(self, rows: int, positions: int) -> None:
+        """Room for `rows` slots of `positions` positions each. Positions get up to two
+        steps of slack, so a growing batch reallocates (a full copy) at most once per
+        _CAPACITY_STEP steps; rows double, so joins reallocate log2(max_batch) times."""
+        if positions > self.max_context:
+            raise RuntimeError(f"sequence of {positions} positions exceeds max_context {self.max_context}")
+        too_small = positions > self.capacity or rows > self.rows
+        too_big = self.capacity - positions > 3 * _CAPACITY_STEP
         if not (too_small or too_big):
             return
-        steps = -(-needed // _CAPACITY_STEP) + 1
+        steps = -(-positions // _CAPACITY_STEP) + 1
         new_cap = min(self.max_context, steps * _CAPACITY_STEP)
-        cache = self.model.new_kv(self.max_batch, new_cap)
+        new_rows = min(self.max_batch, max(8, 1 << (max(rows, self.size) - 1).bit_length()))
+        cache = self.model.new_kv(new_rows, new_cap)
         keep = min(self.capacity, new_cap)
-        if keep:
+        if keep and self.size:
             cache[:, : self.size, :, :keep] = self.cache[:, : self.size, :, :keep]
-        self.cache, self.capacity = cache, new_cap
+        self.cache, self.capacity, self.rows = cache, new_cap, new_rows
