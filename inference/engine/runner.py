@@ -1,12 +1,15 @@
 """The batch runner: the running decode batch and its KV cache, one step at a time.
 
-Owns a preallocated per-slot KV cache [L, rows, 2 Hkv, capacity, D] (keys, then
-values, as DecoderModel lays them out) and the sequences in its slots. Slots are kept
-compact (sequences occupy 0..n-1; a leaving sequence's slot is refilled by the last one)
-so a step runs on plain views of the first n rows, with no gather. Capacity (positions per slot) follows the longest sequence in flight, in steps of
-_CAPACITY_STEP, growing and shrinking with it, and rows (slots) double up to max_batch as
-the batch grows: memory follows the batch rather than the worst case, and attention streams the cache with little stride between slots (a cache
-twice as wide as the sequences in it makes attention ~25% slower on a CPU).
+Owns a preallocated per-slot KV cache [L, rows, 2 Hkv, capacity, D] (keys, then values,
+as DecoderModel lays them out) and the sequences in its slots. Slots are kept compact
+(sequences occupy 0..n-1; a leaving sequence's slot is refilled by the last one) so a
+step runs on plain views of the first n rows, with no gather.
+
+Memory follows the batch rather than the worst case: capacity (positions per slot)
+follows the longest sequence in flight in steps of _CAPACITY_STEP, growing and shrinking
+with it, and rows double up to max_batch as the batch grows. A tight capacity also keeps
+attention fast: a cache twice as wide as the sequences in it makes attention ~25% slower
+on a CPU (more stride between the slots it streams).
 
 Knows nothing of queues, threads or admission: the decode and colocated engines decide
 who joins and leaves; this class makes it so and runs the forward + sampling.
