@@ -7,9 +7,10 @@ priority, group caps, budget), so a prefilled prompt never waits for a slot. Eac
 iteration runs one prefill forward, then one decode step:
 - chunked_prefill=False: the forward takes whole prompts (a batch of them), which stalls
   the running streams for the whole prompt;
-- chunked_prefill=True: the forward takes at most `prefill_chunk` prompt tokens (the next
-  pieces of one or more prompts, each after the KV of its earlier pieces), bounding the
-  stall each decode step sees.
+- chunked_prefill=True: while streams are decoding, the forward takes at most
+  `prefill_chunk` prompt tokens (the next pieces of one or more prompts, each after the
+  KV of its earlier pieces), bounding the stall each decode step sees; with no stream
+  running it takes whole prompts, as there is no one to stall.
 A finished prompt samples its first token (index 0, emitted here), then joins the batch.
 """
 
@@ -96,11 +97,14 @@ class ColocatedEngine(DecodeEngine):
     def _next_prefill_work(self) -> list[tuple[Sequence, int]]:
         """(sequence, prompt tokens to compute now) for the next forward."""
         cfg = self.config
-        budget = cfg.prefill_chunk if self.chunked_prefill else cfg.prefill_max_tokens
+        # Chunks bound the stall a prefill imposes on running streams; with none running
+        # there is nothing to protect, and whole prompts finish sooner.
+        chunked = self.chunked_prefill and self.runner.size > 0
+        budget = cfg.prefill_chunk if chunked else cfg.prefill_max_tokens
         work: list[tuple[Sequence, int]] = []
         for seq in self._prefilling:
             remaining = seq.prompt_len - seq.prefilled
-            take = min(remaining, budget) if self.chunked_prefill else remaining
+            take = min(remaining, budget) if chunked else remaining
             if work and (take > budget or len(work) >= cfg.prefill_max_batch):
                 break
             work.append((seq, take))  # a first prompt over the token bound still runs, alone
