@@ -670,7 +670,7 @@ _CMD_RE = re.compile(r'^\[\d+ [^\]]*\] "([A-Za-z]+)"(?: "([^"]*)")?')
 def monitor_timeline(lines: list[tuple[float, str]], trace: Trace) -> dict:
     """One request's milestones from MONITOR lines (server time, seconds):
 
-    admit        the web tier's quota script (the first command naming the request)
+    admit        the web tier's quota script (admission; the last one before the spec is stored)
     web_spec     the web tier stored the request spec (the DB rows are written, not committed)
     cpu_enqueue  LPUSH of the preprocess task onto `cpu` (after the commit)
     cpu_fetched  the CPU worker took it off the queue (kombu's unacked bookkeeping)
