@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from .config import EngineConfig
 from .model import DecoderModel
 
@@ -153,6 +151,3 @@ def load_model(config: EngineConfig) -> LoadedModel:
         model_dir=model_dir,
     )
 
-
-def torch_dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")

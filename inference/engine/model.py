@@ -106,6 +106,12 @@ class DecoderModel:
                          torch.zeros(n_v, head_dim, device=self.device, dtype=dtype))  # v: angle 0
         self._n_qk = n_qk
 
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """KV cache bytes one token holds in this model's dtype (all layers, keys and values)."""
+        s = self.shape
+        return s.num_layers * 2 * s.num_kv_heads * s.head_dim * self.dtype.itemsize
+
     def _w(self, t: torch.Tensor) -> torch.Tensor:
         return t.detach().to(device=self.device, dtype=self.dtype).contiguous()
 
