@@ -7,6 +7,9 @@ Systems:
   streams: a handful of requests is measured and the N-stream rows are a queue model
   (request i waits for every request before it; TTFT_i = sum of the earlier requests'
   durations + its own TTFT, cycling through the measured requests).
+- hf_generate_fp32: the same, single stream only, in fp32: HF's fastest single stream on
+  this CPU (its bf16 path re-lays out the weights on every matmul), so the single-stream
+  target is also shown against it.
 - generate_batch: transformers' own continuous batching; it returns whole outputs, no
   per-token times, so only aggregate tokens/s (wall time of the call).
 - colocated, colocated_chunked: Tandem's ColocatedEngine in this process, both cores,
@@ -44,7 +47,7 @@ from pathlib import Path
 
 from .common import MODEL_DIR, busy_processes, machine_info, percentile, say, table, write_json
 
-SYSTEMS = ("hf_generate", "generate_batch", "colocated", "colocated_chunked", "disaggregated")
+SYSTEMS = ("hf_generate", "hf_generate_fp32", "generate_batch", "colocated", "colocated_chunked", "disaggregated")
 TANDEM = ("colocated", "colocated_chunked", "disaggregated")
 WORKLOADS = ("single", "streams32", "streams64", "mixed")
 WAIT_S = 900.0  # no single phase may take longer than this
@@ -311,8 +314,8 @@ class Sizes:
 def sizes_from(args: argparse.Namespace) -> Sizes:
     if args.quick:
         return Sizes(single_requests=2, output_tokens=16, streams={"streams32": 4, "streams64": 8},
-                     mixed_streams=4, mixed_output_tokens=48, arrival_prompt_tokens=128,
-                     arrival_output_tokens=4, arrival_interval_s=args.arrival_interval, mixed_max_s=15.0,
+                     mixed_streams=4, mixed_output_tokens=32, arrival_prompt_tokens=128,
+                     arrival_output_tokens=4, arrival_interval_s=args.arrival_interval, mixed_max_s=8.0,
                      hf_requests=2)
     return Sizes(single_requests=args.single_requests, output_tokens=args.output_tokens,
                  streams={"streams32": 32, "streams64": 64}, mixed_streams=args.mixed_streams,
@@ -623,6 +626,10 @@ def run_tandem(target_factory: Callable[[], Target], name: str, workloads: list[
         target.close()
 
 
+def fmt_gbs(x: float | None) -> str:
+    return "?" if x is None else f"{x:.1f}"
+
+
 def fmt_cores(x: float | None) -> str:
     return "?" if x is None else f"{x:.2f}"
 
@@ -678,23 +685,38 @@ def run_hf(args: argparse.Namespace, systems: list[str], workloads: list[str], s
     if not hf_workloads:
         return
     torch.set_num_threads(len(os.sched_getaffinity(0)))
-    say(f"loading {args.model} for Hugging Face ({args.dtype}, sdpa)")
-    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=getattr(torch, args.dtype),
-                                                 local_files_only=True).eval()
-    pad = model.generation_config.pad_token_id
-    if pad is None:
-        pad = model.config.eos_token_id if isinstance(model.config.eos_token_id, int) else 0
-    try:
-        if "hf_generate" in systems:
-            run_hf_generate(model, pad, hf_workloads, sz, prompts, args, rows)
-        if "generate_batch" in systems:
-            run_generate_batch(model, GenerationConfig, hf_workloads, sz, prompts, rows)
-    finally:
-        del model
-        gc.collect()
+
+    def load(dtype: str):
+        say(f"loading {args.model} for Hugging Face ({dtype}, sdpa)")
+        model = AutoModelForCausalLM.from_pretrained(args.model, dtype=getattr(torch, dtype),
+                                                     local_files_only=True).eval()
+        pad = model.generation_config.pad_token_id
+        if pad is None:
+            pad = model.config.eos_token_id if isinstance(model.config.eos_token_id, int) else 0
+        return model, pad
+
+    if {"hf_generate", "generate_batch"} & set(systems):
+        model, pad = load(args.dtype)
+        try:
+            if "hf_generate" in systems:
+                run_hf_generate("hf_generate", model, pad, hf_workloads, sz, prompts, args, rows)
+            if "generate_batch" in systems:
+                run_generate_batch(model, GenerationConfig, hf_workloads, sz, prompts, rows)
+        finally:
+            del model
+            gc.collect()
+    # HF's own fastest single stream here is fp32 (its bf16 CPU path re-lays out every
+    # weight on every call): the single-stream ITL target is also shown against it.
+    if "hf_generate_fp32" in systems and "single" in hf_workloads and args.dtype != "float32":
+        model, pad = load("float32")
+        try:
+            run_hf_generate("hf_generate_fp32", model, pad, ["single"], sz, prompts, args, rows)
+        finally:
+            del model
+            gc.collect()
 
 
-def run_hf_generate(model, pad: int, workloads: list[str], sz: Sizes, prompts: list[list[int]],
+def run_hf_generate(name: str, model, pad: int, workloads: list[str], sz: Sizes, prompts: list[list[int]],
                     args: argparse.Namespace, rows: list[Row]) -> None:
     import torch
     from transformers import GenerationConfig
@@ -715,26 +737,26 @@ def run_hf_generate(model, pad: int, workloads: list[str], sz: Sizes, prompts: l
         tr.reason = "length" if new == n else f"short ({new})"
         return tr
 
-    say("hf_generate: warm-up")
+    say(f"{name}: warm-up")
     generate(prompts[-1], 4)
     load = os.getloadavg()[0]
     meter = CpuMeter()
     traces: list[Trace] = []
     t_start = time.monotonic()
     for i in range(sz.hf_requests):
-        say(f"hf_generate: request {i + 1}/{sz.hf_requests} ({sz.output_tokens} tokens)")
+        say(f"{name}: request {i + 1}/{sz.hf_requests} ({sz.output_tokens} tokens)")
         traces.append(generate(prompts[i], sz.output_tokens))
         if time.monotonic() - t_start > args.hf_budget_s:
-            say(f"hf_generate: time budget ({args.hf_budget_s:g} s) spent after {i + 1} requests")
+            say(f"{name}: time budget ({args.hf_budget_s:g} s) spent after {i + 1} requests")
             break
     measured = metrics(traces)
     others = meter.others_cores()
-    say(f"hf_generate: {measured['tokens_per_s']:.1f} tok/s, ITL p50 {measured['itl_p50_ms']:.1f} ms "
+    say(f"{name}: {measured['tokens_per_s']:.1f} tok/s, ITL p50 {measured['itl_p50_ms']:.1f} ms "
         f"(other processes {fmt_cores(others)} cores)")
     k = len(traces)
     for wl in workloads:
         if wl == "single":
-            rows.append(Row("hf_generate", wl, 1, sz.output_tokens, measured, load, others,
+            rows.append(Row(name, wl, 1, sz.output_tokens, measured, load, others,
                             method=f"{k} request{'s' if k != 1 else ''} one after another"))
             continue
         n = sz.streams[wl]
@@ -749,7 +771,7 @@ def run_hf_generate(model, pad: int, workloads: list[str], sz: Sizes, prompts: l
         m.update(requests=n, output_tokens=n * sz.output_tokens, wall_s=waited,
                  tokens_per_s=n * sz.output_tokens / waited,
                  ttft_p50_ms=ms(percentile(queued, 50)), ttft_p99_ms=ms(percentile(queued, 99)))
-        rows.append(Row("hf_generate", wl, n, sz.output_tokens, m, load, others,
+        rows.append(Row(name, wl, n, sz.output_tokens, m, load, others,
                         method=f"queue model over {k} sequential request{'s' if k != 1 else ''}"))
 
 
@@ -812,7 +834,6 @@ def evaluate_targets(rows: list[Row]) -> list[dict]:
                     "result": "info" if passed is None else ("PASS" if passed else "FAIL"), "detail": detail})
 
     gb = find(rows, "generate_batch", "streams32")
-    hf1 = find(rows, "hf_generate", "single")
     for sys_ in TANDEM:
         t32 = find(rows, sys_, "streams32")
         if t32 and gb and gb.get("tokens_per_s"):
@@ -824,12 +845,15 @@ def evaluate_targets(rows: list[Row]) -> list[dict]:
         if t64 and t64.get("tokens_per_s"):
             v = t64["tokens_per_s"]
             add("streams64 tok/s >= 1000", sys_, round(v, 1), 1000.0, v >= 1000.0, f"{v:.0f} tok/s")
-    for sys_ in TANDEM:
-        t1 = find(rows, sys_, "single")
-        if t1 and hf1 and t1.get("itl_p50_ms") and hf1.get("itl_p50_ms"):
-            v, lim = t1["itl_p50_ms"], hf1["itl_p50_ms"]
-            add("single-stream ITL p50 <= HF generate's", sys_, round(v, 2), round(lim, 2), v <= lim,
-                f"{v:.1f} vs {lim:.1f} ms (p99 {t1['itl_p99_ms']:.1f} vs {hf1['itl_p99_ms']:.1f} ms)")
+    for hf_name, label in (("hf_generate", "HF generate's (same dtype)"),
+                           ("hf_generate_fp32", "HF generate's in fp32 (its fastest here)")):
+        hf1 = find(rows, hf_name, "single")
+        for sys_ in TANDEM:
+            t1 = find(rows, sys_, "single")
+            if t1 and hf1 and t1.get("itl_p50_ms") and hf1.get("itl_p50_ms"):
+                v, lim = t1["itl_p50_ms"], hf1["itl_p50_ms"]
+                add(f"single-stream ITL p50 <= {label}", sys_, round(v, 2), round(lim, 2), v <= lim,
+                    f"{v:.1f} vs {lim:.1f} ms (p99 {t1['itl_p99_ms']:.1f} vs {hf1['itl_p99_ms']:.1f} ms)")
     for sys_ in TANDEM:
         un, lo = find(rows, sys_, "mixed-unloaded"), find(rows, sys_, "mixed-loaded")
         if un and lo and un.get("itl_p99_ms") and lo.get("itl_p99_ms"):
@@ -909,6 +933,40 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def memory_bandwidth_gbs() -> float | None:
+    """One thread summing 512 MiB of bf16 (far beyond the caches), best of 3: decode streams
+    every weight once per step, so this bounds it; noisy neighbours on the host show here
+    even when /proc/stat says the guest is idle."""
+    try:
+        import torch
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        x = torch.ones(256 * 2**20, dtype=torch.bfloat16)
+        best = float("inf")
+        for _ in range(3):
+            t = time.perf_counter()
+            x.sum()
+            best = min(best, time.perf_counter() - t)
+        torch.set_num_threads(threads)
+        return x.numel() * 2 / best / 1e9
+    except Exception:  # noqa: BLE001 - a probe, never a reason to fail the run
+        return None
+
+
+def engine_digest() -> str:
+    """sha256 of inference/engine's sources: the worker processes import them when they
+    start, so an edit during a run would measure two engines under one name."""
+    import hashlib
+
+    root = Path(__file__).resolve().parents[1] / "engine"
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def uptime() -> str:
     try:
         with open("/proc/loadavg") as f:
@@ -925,10 +983,12 @@ def main(argv: list[str]) -> None:
     cpu_flags = _cpu_flags()
     busy_start = busy_processes()
     load_start = uptime()
+    bw_start = memory_bandwidth_gbs()
+    engine_start = engine_digest()
     say(f"engine benchmark: {'quick' if args.quick else 'full'} run; systems {','.join(args.systems)}; "
         f"workloads {','.join(args.workloads)}")
     say(f"machine: {info['cpu_model']}, {info['cpus']} cpus, {' '.join(cpu_flags) or 'no bf16 flags'}; "
-        f"load average at start {load_start}")
+        f"load average at start {load_start}; memory read bandwidth (1 thread) {fmt_gbs(bw_start)} GB/s")
     if busy_start:
         say("busy at start (the numbers below are skewed by these):\n    " + "\n    ".join(busy_start))
 
@@ -943,7 +1003,7 @@ def main(argv: list[str]) -> None:
         f"long prompts {len(long_prompts[0])} tokens")
 
     rows: list[Row] = []
-    if {"hf_generate", "generate_batch"} & set(args.systems):
+    if {"hf_generate", "hf_generate_fp32", "generate_batch"} & set(args.systems):
         try:
             run_hf(args, args.systems, args.workloads, sz, prompts, rows)
         except Exception:
@@ -973,13 +1033,16 @@ def main(argv: list[str]) -> None:
     targets = evaluate_targets(rows)
     load_end = uptime()
     busy_end = busy_processes()
+    bw_end = memory_bandwidth_gbs()
+    engine_end = engine_digest()
     duration = time.monotonic() - t_run
     methods = [
         "TTFT = submit -> first token; ITL = every gap between consecutive tokens of a request, pooled; "
         "tok/s = output tokens / (last token - first submit). Times in ms.",
-        f"hf_generate: {sz.hf_requests} requests measured one after another (greedy, EOS suppressed); its "
+        f"hf_generate: {sz.hf_requests} requests measured one after another (greedy, EOS ignored); its "
         "N-stream rows are a queue model: aggregate tok/s is the sequential rate (it does not change with more "
         "requests), TTFT_i = durations of requests 0..i-1 + TTFT of request i, cycling through the measured ones.",
+        "hf_generate_fp32: the same in fp32, single stream only (HF's fastest dtype for one stream here).",
         "generate_batch: one call per workload (eos_token_id=-1, max_batch_tokens=256, paged cache sized to the "
         "workload); it gives no per-token times, so TTFT/ITL are n/a.",
         f"mixed: {sz.mixed_streams} streams x {sz.mixed_output_tokens} tokens; once all have their first token, "
@@ -996,13 +1059,20 @@ def main(argv: list[str]) -> None:
     print()
     print(f"Engine benchmark ({'QUICK: reduced sizes, not the issue targets' if args.quick else 'full'}); "
           f"{info['cpu_model']}, {info['cpus']} cpus ({' '.join(cpu_flags)}); model {args.model} in {args.dtype}")
-    print(f"load average at start {load_start}, at end {load_end}; {duration:.0f} s")
+    print(f"engine sources {engine_start}" + ("" if engine_end == engine_start else f" -> {engine_end} (CHANGED)")
+          + f"; git {info.get('git', {}).get('commit', '?')}")
+    print(f"load average at start {load_start}, at end {load_end}; memory read bandwidth (1 thread) "
+          f"{fmt_gbs(bw_start)} GB/s at start, {fmt_gbs(bw_end)} GB/s at end; {duration:.0f} s")
     for line in methods:
         print(f"- {line}")
     print()
     print(render(rows))
     print()
     print(render_targets(targets) if targets else "(no targets evaluated: a system or workload is missing)")
+    if engine_end != engine_start:
+        print(f"\nWARNING: inference/engine's sources changed during the run ({engine_start} -> {engine_end}): "
+              "rows measured after the change (at least the disaggregated workers, which import the engine "
+              "when they start) ran a different engine than the rows before it.")
     busy_rows = [r for r in rows if r.others is not None and r.others > 0.25]
     if busy_rows:
         worst = max(busy_rows, key=lambda r: r.others or 0.0)
@@ -1015,6 +1085,8 @@ def main(argv: list[str]) -> None:
     path = write_json(args.out, {
         "benchmark": "engine", "quick": args.quick, "args": vars(args), "sizes": sz.__dict__,
         "machine": {**info, "cpu_flags": cpu_flags}, "load_start": load_start, "load_end": load_end,
+        "mem_bw_gbs_start": bw_start, "mem_bw_gbs_end": bw_end,
+        "engine_sources": {"start": engine_start, "end": engine_end},
         "busy_start": busy_start, "busy_end": busy_end, "duration_s": duration, "methods": methods,
         "results": [r.__dict__ for r in rows], "targets": targets,
     })
