@@ -63,7 +63,6 @@ class KVStore(ABC):
         Returns the number of bytes stored (header included).
         """
 
-    @abstractmethod
     def take(
         self,
         request_id: str,
@@ -77,6 +76,26 @@ class KVStore(ABC):
         `expected_shape` is (layers, kv_heads, head_dim); the sequence length is free.
         Raises `KVMissing`, `KVCorrupt` or `KVMismatch`.
         """
+        from inference.engine.kvstore import codec  # codec imports this module's errors
+
+        return codec.decode(
+            self._take_bytes(request_id),
+            request_id=request_id,
+            now=self._expiry_clock(),
+            expected_fingerprint=expected_fingerprint,
+            expected_dtype=expected_dtype,
+            expected_shape=expected_shape,
+        )
+
+    @abstractmethod
+    def _take_bytes(self, request_id: str) -> bytes | bytearray:
+        """Remove the stored entry and return its bytes, in one atomic step; raise
+        `KVMissing` when there is none (or `KVCorrupt` when it cannot be read whole)."""
+
+    def _expiry_clock(self) -> float | None:
+        """The time the header's expiry is checked against on take; None where the
+        backend's own TTL is the lease and the header's expiry is not checked."""
+        return None
 
     @abstractmethod
     def delete(self, request_id: str) -> bool:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 
 import redis
-import torch
 
 from inference.engine.kv import KVCache
 from inference.engine.kvstore import codec
@@ -49,27 +48,13 @@ class RedisKVStore(KVStore):
         )
         return len(value)
 
-    def take(
-        self,
-        request_id: str,
-        *,
-        expected_fingerprint: str | None = None,
-        expected_dtype: torch.dtype | None = None,
-        expected_shape: tuple[int, int, int] | None = None,
-    ) -> KVCache:
-        key = self.key(request_id)
-        value = self._getdel(key)
+    def _take_bytes(self, request_id: str) -> bytes:
+        value = self._getdel(self.key(request_id))
         if value is None:
             raise KVMissing(
                 f"no KV entry {request_id!r} in Redis (never stored, already taken, or expired)"
             )
-        return codec.decode(
-            value,
-            request_id=request_id,
-            expected_fingerprint=expected_fingerprint,
-            expected_dtype=expected_dtype,
-            expected_shape=expected_shape,
-        )
+        return value
 
     def _getdel(self, key: str) -> bytes | None:
         if self._has_getdel is not False:

@@ -19,8 +19,6 @@ import os
 import secrets
 import time
 
-import torch
-
 from inference.engine.kv import KVCache
 from inference.engine.kvstore import codec
 from inference.engine.kvstore.base import KVCorrupt, KVMissing, KVStore, check_request_id
@@ -65,14 +63,7 @@ class SharedMemoryKVStore(KVStore):
             raise
         return entry.nbytes
 
-    def take(
-        self,
-        request_id: str,
-        *,
-        expected_fingerprint: str | None = None,
-        expected_dtype: torch.dtype | None = None,
-        expected_shape: tuple[int, int, int] | None = None,
-    ) -> KVCache:
+    def _take_bytes(self, request_id: str) -> bytearray:
         final = self.path(request_id)
         self.sweep()
         claimed = self._claim(final, request_id)
@@ -90,14 +81,10 @@ class SharedMemoryKVStore(KVStore):
             raise KVCorrupt(
                 f"KV entry {request_id!r} shrank while being read ({n} of {len(buf)} bytes)"
             )
-        return codec.decode(
-            buf,
-            request_id=request_id,
-            now=time.time(),
-            expected_fingerprint=expected_fingerprint,
-            expected_dtype=expected_dtype,
-            expected_shape=expected_shape,
-        )
+        return buf
+
+    def _expiry_clock(self) -> float:
+        return time.time()  # no server expires files: the header's expiry is the lease
 
     def _claim(self, final: str, request_id: str) -> str | None:
         claimed = self._private(_CLAIM, request_id)
