@@ -1,15 +1,21 @@
 """The batch runner: the running decode batch and its KV cache, one step at a time.
 
-Owns a preallocated per-slot KV cache [L, rows, 2 Hkv, capacity, D] (keys, then values,
-as DecoderModel lays them out) and the sequences in its slots. Slots are kept compact
-(sequences occupy 0..n-1; a leaving sequence's slot is refilled by the last one) so a
-step runs on plain views of the first n rows, with no gather.
+Sequences live in capacity classes (128, 256, 512, ... positions, up to max_context).
+Each class has its own preallocated cache [L, rows, 2 Hkv, capacity, D] (keys, then
+values, as DecoderModel lays them out) and attends on its own: its rows read only up to
+the longest sequence *in that class*. One long prompt in a batch of short chats therefore
+costs its own row, not a wider cache for everyone, and a growing sequence moves alone to
+the next class (one row copied) instead of the whole cache being reallocated and copied
+(which at 64 rows x 640 positions was a 900 MiB stall in the middle of a stream).
 
-Memory follows the batch rather than the worst case: capacity (positions per slot)
-follows the longest sequence in flight in steps of _CAPACITY_STEP, growing and shrinking
-with it, and rows double up to max_batch as the batch grows. A tight capacity also keeps
-attention fast: a cache twice as wide as the sequences in it makes attention ~25% slower
-on a CPU (more stride between the slots it streams).
+Within a class, slots are compact (sequences occupy 0..n-1; a leaving sequence's slot is
+refilled by the class's last one) so each class runs on plain views of its first n rows.
+The batch order that `seqs`, `step()` and `remove(slot)` use is the classes' sequences
+concatenated, smallest class first; removing slots in descending order keeps the lower
+slots where they were.
+
+Memory follows the batch: a class's rows double as it fills (up to max_batch) and an
+idle class's cache is freed after a while.
 
 Knows nothing of queues, threads or admission: the decode and colocated engines decide
 who joins and leaves; this class makes it so and runs the forward + sampling.
@@ -20,11 +26,57 @@ from __future__ import annotations
 import torch
 
 from .kv import KVCache
-from .model import DecoderModel
+from .model import CacheGroup, DecoderModel
 from .sampling import sample_tokens
 from .sequence import Sequence
 
-_CAPACITY_STEP = 64
+_MIN_CAPACITY = 128
+_IDLE_STEPS_BEFORE_FREE = 512  # steps an empty class keeps its cache (bursts come back)
+
+
+def capacity_class(positions: int, max_context: int) -> int:
+    """The smallest class (a power of two >= 128, or max_context) holding `positions`."""
+    cap = _MIN_CAPACITY
+    while cap < positions:
+        cap *= 2
+    return min(cap, max_context)
+
+
+class _CapacityClass:
+    def __init__(self, model: DecoderModel, capacity: int):
+        self.model = model
+        self.capacity = capacity
+        self.seqs: list[Sequence] = []  # seqs[i] lives in row i
+        self.cache = torch.empty(0)  # [L, rows, 2 Hkv, capacity, D]
+        self.rows = 0
+        self.idle_steps = 0
+
+    def add(self, seq: Sequence, max_batch: int) -> int:
+        """A row for `seq` (its KV still to be written there); returns the row."""
+        n = len(self.seqs) + 1
+        if n > self.rows:
+            rows = min(max_batch, 1 << (n - 1).bit_length())
+            cache = self.model.new_kv(rows, self.capacity)
+            if self.seqs:
+                cache[:, : len(self.seqs)] = self.cache[:, : len(self.seqs)]
+            self.cache, self.rows = cache, rows
+        self.seqs.append(seq)
+        self.idle_steps = 0
+        return n - 1
+
+    def remove(self, row: int) -> Sequence:
+        seq = self.seqs[row]
+        last = len(self.seqs) - 1
+        if row != last:
+            moved = self.seqs[last]
+            self.cache[:, row, :, : moved.kv_len] = self.cache[:, last, :, : moved.kv_len]
+            self.seqs[row] = moved
+        self.seqs.pop()
+        return seq
+
+    def group(self, start: int) -> CacheGroup:
+        n = len(self.seqs)
+        return CacheGroup(self.cache[:, :n], start, max(s.kv_len for s in self.seqs) + 1)
 
 
 class BatchRunner:
@@ -32,80 +84,89 @@ class BatchRunner:
         self.model = model
         self.max_batch = max_batch
         self.max_context = max_context
-        self.seqs: list[Sequence] = []  # seqs[i] lives in slot i
-        self.capacity = 0  # positions per slot
-        self.rows = 0  # slots allocated, up to max_batch
-        self.cache = torch.empty(0)  # [L, rows, 2 Hkv, capacity, D]
-        self._ensure_room(1, min(_CAPACITY_STEP, max_context))
+        self.classes: dict[int, _CapacityClass] = {}  # capacity -> class, kept sorted
+
+    @property
+    def seqs(self) -> list[Sequence]:
+        """Every running sequence, in batch (slot) order."""
+        return [s for c in self.classes.values() for s in c.seqs]
 
     @property
     def size(self) -> int:
-        return len(self.seqs)
+        return sum(len(c.seqs) for c in self.classes.values())
 
     @property
     def kv_tokens(self) -> int:
-        return sum(s.kv_len for s in self.seqs)
+        return sum(s.kv_len for c in self.classes.values() for s in c.seqs)
 
     def join(self, seq: Sequence, kv: KVCache) -> None:
-        """Put a sequence into the next free slot, copying its prompt KV into the cache."""
+        """Put a sequence into a free slot of its class, copying its prompt KV in."""
         if self.size >= self.max_batch:
             raise RuntimeError("no free decode slot")
-        slot = self.size
-        n = kv.length
-        self._ensure_room(slot + 1, max(s.kv_len for s in [*self.seqs, seq]) + 1)
-        dev, dt, hkv = self.model.device, self.model.dtype, self.model.shape.num_kv_heads
-        self.cache[:, slot, :hkv, :n] = kv.k.to(device=dev, dtype=dt, non_blocking=True)
-        self.cache[:, slot, hkv:, :n] = kv.v.to(device=dev, dtype=dt, non_blocking=True)
-        self.seqs.append(seq)
+        c = self._class_for(seq.kv_len + 1)
+        row = c.add(seq, self.max_batch)
+        dev, dt, hkv, n = (
+            self.model.device,
+            self.model.dtype,
+            self.model.shape.num_kv_heads,
+            kv.length,
+        )
+        c.cache[:, row, :hkv, :n] = kv.k.to(device=dev, dtype=dt, non_blocking=True)
+        c.cache[:, row, hkv:, :n] = kv.v.to(device=dev, dtype=dt, non_blocking=True)
 
     def remove(self, slot: int) -> Sequence:
-        """Free a slot; the last sequence moves into it so slots stay 0..n-1."""
-        seq = self.seqs[slot]
-        last = self.size - 1
-        if slot != last:
-            moved = self.seqs[last]
-            n = moved.kv_len
-            self.cache[:, slot, :, :n] = self.cache[:, last, :, :n]
-            self.seqs[slot] = moved
-        self.seqs.pop()
-        return seq
+        """Free a slot; slots below it keep their place."""
+        for c in self.classes.values():
+            if slot < len(c.seqs):
+                return c.remove(slot)
+            slot -= len(c.seqs)
+        raise IndexError("no such decode slot")
 
     def step(self) -> list[int]:
         """Feed every slot's last token, sample the next one; returns them by slot."""
-        n = self.size
+        self._regroup()
+        seqs = self.seqs
         dev = self.model.device
+        groups, start = [], 0
+        for c in self.classes.values():
+            if c.seqs:
+                groups.append(c.group(start))
+                start += len(c.seqs)
         # Host-side lists (not device tensors) drive positions, so the only device->host
         # sync per step is reading the sampled tokens back.
-        lengths = [s.kv_len for s in self.seqs]  # the fed token's position, per slot
-        kv_len = max(lengths) + 1
-        self._ensure_room(n, kv_len)
-        input_ids = torch.tensor([[s.tokens[-1]] for s in self.seqs], device=dev)  # [n, 1]
-        positions = torch.tensor(lengths, device=dev)[:, None]  # [n, 1]
+        input_ids = torch.tensor([[s.tokens[-1]] for s in seqs], device=dev)  # [n, 1]
+        positions = torch.tensor([s.kv_len for s in seqs], device=dev)[:, None]  # [n, 1]
         logits = self.model.forward(
-            input_ids,
-            positions,
-            self.cache[:, :n],  # [L, n, 2 Hkv, capacity, D] view
-            kv_len,
-            torch.zeros(n, dtype=torch.long, device=dev),
+            input_ids, positions, groups, torch.zeros(len(seqs), dtype=torch.long, device=dev)
         )  # [n, V]
-        tokens = sample_tokens(logits, [s.sampling for s in self.seqs], [s.generator for s in self.seqs])
+        tokens = sample_tokens(logits, [s.sampling for s in seqs], [s.generator for s in seqs])
         return tokens.tolist()
 
-    def _ensure_room(self, rows: int, positions: int) -> None:
-        """Room for `rows` slots of `positions` positions each. Positions get up to two
-        steps of slack, so a growing batch reallocates (a full copy) at most once per
-        _CAPACITY_STEP steps; rows double, so joins reallocate log2(max_batch) times."""
-        if positions > self.max_context:
-            raise RuntimeError(f"sequence of {positions} positions exceeds max_context {self.max_context}")
-        too_small = positions > self.capacity or rows > self.rows
-        too_big = self.capacity - positions > 3 * _CAPACITY_STEP
-        if not (too_small or too_big):
-            return
-        steps = -(-positions // _CAPACITY_STEP) + 1
-        new_cap = min(self.max_context, steps * _CAPACITY_STEP)
-        new_rows = min(self.max_batch, max(8, 1 << (max(rows, self.size) - 1).bit_length()))
-        cache = self.model.new_kv(new_rows, new_cap)
-        keep = min(self.capacity, new_cap)
-        if keep and self.size:
-            cache[:, : self.size, :, :keep] = self.cache[:, : self.size, :, :keep]
-        self.cache, self.capacity, self.rows = cache, new_cap, new_rows
+    def _regroup(self) -> None:
+        """Move sequences whose next position no longer fits into the next class; free
+        classes that stayed empty for a while."""
+        for c in list(self.classes.values()):
+            for row in reversed(range(len(c.seqs))):
+                seq = c.seqs[row]
+                if seq.kv_len + 1 > c.capacity:
+                    if seq.kv_len + 1 > self.max_context:
+                        raise RuntimeError(
+                            f"sequence of {seq.kv_len + 1} positions exceeds max_context"
+                        )
+                    dest = self._class_for(seq.kv_len + 1)
+                    new_row = dest.add(seq, self.max_batch)
+                    dest.cache[:, new_row, :, : seq.kv_len] = c.cache[:, row, :, : seq.kv_len]
+                    c.remove(row)
+        for cap, c in list(self.classes.items()):
+            if c.seqs:
+                continue
+            c.idle_steps += 1
+            if c.idle_steps > _IDLE_STEPS_BEFORE_FREE:
+                del self.classes[cap]
+
+    def _class_for(self, positions: int) -> _CapacityClass:
+        cap = capacity_class(positions, self.max_context)
+        if cap not in self.classes:
+            self.classes[cap] = _CapacityClass(self.model, cap)
+            self.classes = dict(sorted(self.classes.items()))
+        return self.classes[cap]

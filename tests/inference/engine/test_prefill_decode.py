@@ -11,7 +11,7 @@ import torch
 from inference.engine.config import EngineConfig
 from inference.engine.kv import KVCache
 from inference.engine.loader import UnsupportedModelError, load_model
-from inference.engine.model import DecoderModel
+from inference.engine.model import CacheGroup, DecoderModel
 from inference.engine.prefill import PrefillEngine, PrefillRequest
 from inference.engine.prepare import DEFAULT_DIR as REAL_MODEL_DIR
 from inference.engine.sampling import SamplingParams
@@ -88,6 +88,23 @@ def test_sequences_joining_mid_flight_do_not_change_the_running_ones(
     for i, tok0, handle in late:
         tokens, _ = handle.result(timeout=60)
         assert [tok0, *tokens] == tiny_reference(PROMPTS[i])
+
+
+def test_rows_of_different_lengths_and_rows_outgrowing_their_cache_decode_exactly(
+    prefill_engine, make_decode, hf_tiny
+):
+    """A 150-token row runs beside short ones in a wider cache of its own, and a 100-token
+    row outgrows the 128-position cache mid-stream and moves: nobody's output changes."""
+    decode = make_decode(max_batch=4)
+    run = SamplingParams(temperature=0, max_tokens=48, ignore_eos=True)
+    prompts = {"short": prompt(20, 5), "grows": prompt(21, 100), "long": prompt(22, 150)}
+    firsts = prefill_engine.prefill([PrefillRequest(rid, p, run) for rid, p in prompts.items()])
+    handles = {r.request_id: (r.first_token, decode.submit(decode_request(r, prompts[r.request_id], run)))
+               for r in firsts}
+    for rid, (first, handle) in handles.items():
+        tokens, _ = handle.result(timeout=60)
+        assert [first, *tokens] == hf_argmax_loop(hf_tiny, prompts[rid], 48), rid
+    assert set(decode.runner.classes) == {128, 256}  # both capacity classes were used
 
 
 def test_prefill_batch_composition_changes_neither_first_token_nor_kv(prefill_engine):
@@ -167,7 +184,7 @@ def forced_logits(model, tokens: list[int], n_prompt: int) -> list[torch.Tensor]
     hkv = model.shape.num_kv_heads
     cache[:, 0, :hkv, :n_prompt], cache[:, 0, hkv:, :n_prompt] = kvs[0]
     for pos in range(n_prompt, len(tokens)):
-        step = model.forward(torch.tensor([[tokens[pos]]]), torch.tensor([[pos]]), cache, pos + 1,
+        step = model.forward(torch.tensor([[tokens[pos]]]), torch.tensor([[pos]]), [CacheGroup(cache, 0, pos + 1)],
                              torch.zeros(1, dtype=torch.long))
         got.append(step[0].float())
     return got
