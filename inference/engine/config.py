@@ -70,11 +70,26 @@ class EngineConfig:
     def apply_cpu_settings(self) -> None:
         """Pin cores and set torch's thread count; never leave them to chance."""
         if self.cpu_affinity is not None and hasattr(os, "sched_setaffinity"):
-            os.sched_setaffinity(0, set(self.cpu_affinity))
+            pin_process(set(self.cpu_affinity))
         threads = self.num_threads
         if threads is None:
             threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         torch.set_num_threads(max(1, int(threads or 1)))
+
+
+def pin_process(cores: set[int]) -> None:
+    """Pin every thread of this process, not only the caller: on Linux sched_setaffinity
+    applies to one thread, and torch's OpenMP threads (or a Celery pool's) may already
+    exist. Threads started later inherit the caller's mask."""
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        tids = [0]
+    for tid in tids:
+        try:
+            os.sched_setaffinity(tid, cores)
+        except ProcessLookupError:  # the thread ended meanwhile
+            pass
 
 
 def cpu_has_bf16() -> bool:
