@@ -127,12 +127,14 @@ class DecoderModel:
     def _w(self, t: torch.Tensor) -> torch.Tensor:
         return t.detach().to(device=self.device, dtype=self.dtype).contiguous()
 
-    def new_kv(self, rows: int, length: int) -> torch.Tensor:
-        """A zeroed cache [L, rows, 2 Hkv, length, D]; zero (not empty) because masked
-        positions still enter attention's weighted sum with weight 0, and 0 * NaN = NaN."""
+    def new_kv(self, rows: int, length: int, *, zero: bool = True) -> torch.Tensor:
+        """A cache [L, rows, 2 Hkv, length, D]. Zeroed by default because masked positions
+        still enter attention's weighted sum with weight 0, and 0 * NaN = NaN; with
+        zero=False the caller must write or zero every position a forward may read."""
         s = self.shape
         size = (s.num_layers, rows, 2 * s.num_kv_heads, length, s.head_dim)
-        return torch.zeros(size, device=self.device, dtype=self.dtype)
+        make = torch.zeros if zero else torch.empty
+        return make(size, device=self.device, dtype=self.dtype)
 
     @torch.inference_mode()
     def forward(

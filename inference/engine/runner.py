@@ -31,7 +31,8 @@ from .sampling import sample_tokens
 from .sequence import Sequence
 
 _MIN_CAPACITY = 128
-_IDLE_STEPS_BEFORE_FREE = 512  # steps an empty class keeps its cache (bursts come back)
+_IDLE_STEPS_BEFORE_FREE = 512
+_SOON_STEPS = 32  # a sequence this close to its class's end will move soon  # steps an empty class keeps its cache (bursts come back)
 
 
 def capacity_class(positions: int, max_context: int) -> int:
@@ -51,18 +52,26 @@ class _CapacityClass:
         self.rows = 0
         self.idle_steps = 0
 
-    def add(self, seq: Sequence, max_batch: int) -> int:
-        """A row for `seq` (its KV still to be written there); returns the row."""
+    def add(self, seq: Sequence, kv: torch.Tensor, max_batch: int, expected: int = 1) -> None:
+        """Give `seq` a row holding `kv` [L, 2 Hkv, n, D] and zeros after it. `expected`:
+        how many sequences are about to arrive, so a burst of them (a whole batch
+        outgrowing the class below at about the same step) reallocates once, not log2 times."""
         n = len(self.seqs) + 1
         if n > self.rows:
-            rows = min(max_batch, 1 << (n - 1).bit_length())
-            cache = self.model.new_kv(rows, self.capacity)
+            rows = min(
+                max_batch, 1 << (max(n, len(self.seqs) + expected, 2 * self.rows, 4) - 1).bit_length()
+            )
+            # Not zeroed: a fresh cache of 64 rows is hundreds of MB, and zeroing it all
+            # stalls the batch for tens of ms. Each row is written whole below instead.
+            cache = self.model.new_kv(rows, self.capacity, zero=False)
             if self.seqs:
                 cache[:, : len(self.seqs)] = self.cache[:, : len(self.seqs)]
             self.cache, self.rows = cache, rows
+        row, length = n - 1, kv.shape[2]
+        self.cache[:, row, :, :length] = kv
+        self.cache[:, row, :, length:] = 0  # masked, but read: must be finite
         self.seqs.append(seq)
         self.idle_steps = 0
-        return n - 1
 
     def remove(self, row: int) -> Sequence:
         seq = self.seqs[row]
@@ -104,15 +113,8 @@ class BatchRunner:
         if self.size >= self.max_batch:
             raise RuntimeError("no free decode slot")
         c = self._class_for(seq.kv_len + 1)
-        row = c.add(seq, self.max_batch)
-        dev, dt, hkv, n = (
-            self.model.device,
-            self.model.dtype,
-            self.model.shape.num_kv_heads,
-            kv.length,
-        )
-        c.cache[:, row, :hkv, :n] = kv.k.to(device=dev, dtype=dt, non_blocking=True)
-        c.cache[:, row, hkv:, :n] = kv.v.to(device=dev, dtype=dt, non_blocking=True)
+        kv_both = torch.cat([kv.k, kv.v], dim=1)  # [L, 2 Hkv, n, D]: keys, then values
+        c.add(seq, kv_both.to(device=self.model.device, dtype=self.model.dtype), self.max_batch)
 
     def remove(self, slot: int) -> Sequence:
         """Free a slot; slots below it keep their place."""
@@ -146,17 +148,19 @@ class BatchRunner:
         """Move sequences whose next position no longer fits into the next class; free
         classes that stayed empty for a while."""
         for c in list(self.classes.values()):
-            for row in reversed(range(len(c.seqs))):
+            outgrown = [row for row, seq in enumerate(c.seqs) if seq.kv_len + 1 > c.capacity]
+            for row in reversed(outgrown):
                 seq = c.seqs[row]
-                if seq.kv_len + 1 > c.capacity:
-                    if seq.kv_len + 1 > self.max_context:
-                        raise RuntimeError(
-                            f"sequence of {seq.kv_len + 1} positions exceeds max_context"
-                        )
-                    dest = self._class_for(seq.kv_len + 1)
-                    new_row = dest.add(seq, self.max_batch)
-                    dest.cache[:, new_row, :, : seq.kv_len] = c.cache[:, row, :, : seq.kv_len]
-                    c.remove(row)
+                if seq.kv_len + 1 > self.max_context:
+                    raise RuntimeError(
+                        f"sequence of {seq.kv_len + 1} positions exceeds max_context"
+                    )
+                # Sequences of similar length cross a boundary within a few steps of each
+                # other: the class above is sized for those about to follow.
+                soon = sum(1 for s in c.seqs if s.kv_len + _SOON_STEPS > c.capacity)
+                dest = self._class_for(seq.kv_len + 1)
+                dest.add(seq, c.cache[:, row, :, : seq.kv_len], self.max_batch, expected=soon)
+                c.remove(row)
         for cap, c in list(self.classes.items()):
             if c.seqs:
                 continue
