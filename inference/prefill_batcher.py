@@ -1,14 +1,21 @@
 """Batches prefill requests that arrive together. Each Celery task thread submits its
 request and waits on a future; one thread runs the engine over everything that queued
 up while the previous batch ran, so a burst of prompts becomes a few batched forwards
-instead of one forward per prompt (and the task threads never share the model)."""
+instead of one forward per prompt (and the task threads never share the model).
+
+Who gets into a batch when more is waiting than fits: higher priority first, then the
+groups (tenants) in turn, one request each, oldest first within a group. A tenant that
+floods the worker with prompts therefore fills at most its share of each batch, and
+another tenant's prompt rides in the next forward instead of behind the whole flood."""
 
 from __future__ import annotations
 
+import itertools
 import logging
-import queue
 import threading
+from collections import deque
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 
 from .engine.config import EngineConfig
 from .engine.loader import LoadedModel
@@ -20,6 +27,36 @@ class PrefillCancelled(Exception):
     pass
 
 
+@dataclass(order=True)
+class _Waiting:
+    order: int
+    request: object = field(compare=False)
+    future: Future = field(compare=False)
+    group: object = field(compare=False)
+    priority: int = field(compare=False)
+
+
+def pick_batch(waiting: list[_Waiting], max_batch: int) -> list[_Waiting]:
+    """Up to max_batch of `waiting`: by priority, then one per group in turn (the group
+    whose oldest request is oldest goes first), oldest first within a group."""
+    chosen: list[_Waiting] = []
+    for prio in sorted({w.priority for w in waiting}, reverse=True):
+        groups: dict[object, deque[_Waiting]] = {}
+        for w in sorted(x for x in waiting if x.priority == prio):
+            groups.setdefault(w.group, deque()).append(w)
+        queues = list(groups.values())  # in order of each group's oldest request
+        while queues and len(chosen) < max_batch:
+            for q in list(queues):
+                chosen.append(q.popleft())
+                if not q:
+                    queues.remove(q)
+                if len(chosen) == max_batch:
+                    break
+        if len(chosen) == max_batch:
+            break
+    return chosen
+
+
 class PrefillBatcher:
     def __init__(self, model: LoadedModel, config: EngineConfig):
         from .engine.prefill import PrefillEngine
@@ -27,57 +64,61 @@ class PrefillBatcher:
         self.engine = PrefillEngine(model, config)
         self.max_batch = config.prefill_max_batch
         self.batches = 0
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._cancelled: set[str] = set()
-        self._lock = threading.Lock()
+        self._waiting: list[_Waiting] = []
+        self._order = itertools.count()
+        self._closed = False
+        self._cv = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="prefill-batcher", daemon=True)
         self._thread.start()
 
-    def submit(self, request) -> Future:
+    def submit(self, request, *, group: object = None, priority: int = 0) -> Future:
+        """Queue a PrefillRequest; `group` (the tenant) is what batches are shared
+        fairly between."""
         fut: Future = Future()
-        self._queue.put((request, fut))
+        with self._cv:
+            self._waiting.append(_Waiting(next(self._order), request, fut, group, priority))
+            self._cv.notify()
         return fut
 
     def cancel(self, request_id: str) -> None:
-        with self._lock:
-            self._cancelled.add(request_id)
+        """A waiting request leaves at once (its future raises PrefillCancelled); one
+        already in a forward finishes it, and the caller drops the result."""
+        with self._cv:
+            for w in self._waiting:
+                if w.request.request_id == request_id:
+                    self._waiting.remove(w)
+                    w.future.set_exception(PrefillCancelled(request_id))
+                    return
 
     def pending(self) -> int:
-        return self._queue.qsize()
+        with self._cv:
+            return len(self._waiting)
 
     def shutdown(self) -> None:
-        self._queue.put(None)
+        with self._cv:
+            self._closed = True
+            self._cv.notify()
+
+    def _next_batch(self) -> list[_Waiting] | None:
+        with self._cv:
+            while not self._waiting and not self._closed:
+                self._cv.wait()
+            if self._closed:
+                return None
+            batch = pick_batch(self._waiting, self.max_batch)
+            for w in batch:
+                self._waiting.remove(w)
+            return batch
 
     def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            batch = [item]
-            while len(batch) < self.max_batch:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    self._queue.put(None)
-                    break
-                batch.append(nxt)
-            with self._lock:
-                live = [(r, f) for r, f in batch if r.request_id not in self._cancelled]
-                for r, f in batch:
-                    if r.request_id in self._cancelled:
-                        self._cancelled.discard(r.request_id)
-                        f.set_exception(PrefillCancelled(r.request_id))
-            if not live:
-                continue
+        while (batch := self._next_batch()) is not None:
             try:
-                results = self.engine.prefill([r for r, _ in live])
+                results = self.engine.prefill([w.request for w in batch])
             except Exception as exc:  # noqa: BLE001 - every waiter must hear of the failure
                 log.exception("prefill batch failed")
-                for _, f in live:
-                    f.set_exception(exc)
+                for w in batch:
+                    w.future.set_exception(exc)
                 continue
             self.batches += 1
-            for (_, f), res in zip(live, results, strict=False):
-                f.set_result(res)
+            for w, res in zip(batch, results, strict=True):
+                w.future.set_result(res)

@@ -29,7 +29,8 @@ def run_prefill(request_id: str) -> None:
     try:
         params = sampling_params(spec)
         fut = rt.prefill.submit(PrefillRequest(request_id=request_id, token_ids=spec.prompt_token_ids,
-                                               sampling=params, cache_salt=spec.cache_salt))
+                                               sampling=params, cache_salt=spec.cache_salt),
+                                group=spec.tenant_id, priority=spec.priority)
         try:
             result = fut.result()
         except PrefillCancelled:
