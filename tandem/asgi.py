@@ -8,6 +8,20 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tandem.settings")
 django_asgi_app = get_asgi_application()
 
 from django.conf import settings  # noqa: E402
+from django.core.signals import request_finished  # noqa: E402
+from django.db import connections  # noqa: E402
+
+
+def _close_http_request_connections(**_):
+    """Under ASGI each HTTP request runs its sync code on a thread of its own (Django's
+    ThreadSensitiveContext), and this signal is sent on that thread: close its database
+    connections now, whatever DB_CONN_MAX_AGE says, or they would outlive the thread and
+    wait for the garbage collector. Persistent connections are for the websocket
+    consumers, whose database work runs on threads that live as long as daphne."""
+    connections.close_all()
+
+
+request_finished.connect(_close_http_request_connections, dispatch_uid="tandem-close-http-connections")
 
 if settings.DEBUG:
     # daphne does not serve static files; in development Django's handler does.
