@@ -1,6 +1,11 @@
 """The CPU tier: validate, build the prompt (tenant system prompt + history within the
-context window), tokenize, route to the tenant's pools. No model weights here: only the
-tokenizer, loaded once per worker process."""
+context window), tokenize, send the request on to the pools the web tier routed it to.
+No model weights here: only the tokenizer, loaded once per worker process.
+
+Everything it needs is in the request's spec (the web tier wrote the tenant's system
+prompt, its prompt limit and the conversation in the transaction that stored the
+message): no database reads on the way to the first token. It writes to the database
+only to fail a request."""
 
 from __future__ import annotations
 
@@ -8,13 +13,10 @@ import logging
 
 from django.conf import settings
 
-from tandem.chat.models import Message
-from tenants.models import Tenant
-
 from . import services, streams
 from .engine.prompting import PromptTooLong, build_prompt
 from .redis_client import get_redis
-from .requests import load, save
+from .requests import RequestSpec, load_with_cancel, save
 from .routing import broker_priority
 from .tokens import get_tokenizer
 from .validation import InvalidInput, clean_user_text
@@ -23,38 +25,26 @@ log = logging.getLogger(__name__)
 
 
 def preprocess_request(request_id: str) -> str | None:
-    """Returns the queue the request went to next, or None when it ended here."""
+    """Returns the queue the request went to next, or None when it ended here (or had
+    already been through here: a redelivered task does nothing)."""
     client = get_redis()
-    spec = load(client, request_id)
+    spec, cancelled = load_with_cancel(client, request_id)
     if spec is None:
         services.request_fail(request_id=request_id, code="expired", message="The request expired before it was processed.")
         return None
-    if services.is_cancelled(request_id=request_id):
+    if cancelled:
         services.request_fail(request_id=request_id, code="cancelled", message="Cancelled before processing.")
         return None
-    msg = Message.objects.select_related("conversation").filter(pk=request_id).first()
-    if msg is None or msg.is_final:
-        return None  # a redelivered task for a request already finished: nothing to do
-    tenant = Tenant.objects.select_related("quota").get(pk=spec.tenant_id)
-    history, extra_system = [], []
-    for m in Message.objects.filter(conversation_id=msg.conversation_id, created_at__lt=msg.created_at).exclude(
-        role=Message.Role.ASSISTANT, status__in=[Message.Status.FAILED, Message.Status.CANCELLED]
-    ).order_by("created_at"):
-        if m.role == Message.Role.SYSTEM:
-            extra_system.append(m.content)  # an integrator's own instructions, after the tenant's
-            continue
-        if m.role == Message.Role.ASSISTANT and not m.content:
-            continue
-        history.append({"role": m.role, "content": m.content})
+    if spec.prompt_token_ids:
+        # Redelivered (the worker died after sending the request on, before acking):
+        # prefill already has it, and a second prefill would write a second reply.
+        return None
     try:
-        if not history or history[-1]["role"] != "user":
-            raise InvalidInput("The conversation must end with a user message.")
-        history[-1]["content"] = clean_user_text(history[-1]["content"])
+        system_prompt, history = prompt_parts(spec)
         context_room = max(16, settings.TANDEM_MAX_CONTEXT - spec.sampling.max_tokens)
         prompt = build_prompt(
-            get_tokenizer(), system_prompt="\n\n".join(p for p in [tenant.system_prompt, *extra_system] if p) or None,
-            history=_alternating(history),
-            max_prompt_tokens=min(tenant.quota.max_prompt_tokens, context_room),
+            get_tokenizer(), system_prompt=system_prompt, history=history,
+            max_prompt_tokens=min(spec.max_prompt_tokens, context_room),
         )
     except PromptTooLong as exc:
         services.request_fail(request_id=request_id, code="prompt_too_long", message=str(exc))
@@ -63,14 +53,38 @@ def preprocess_request(request_id: str) -> str | None:
         services.request_fail(request_id=request_id, code=getattr(exc, "code", "invalid_message"), message=str(exc))
         return None
     spec.prompt_token_ids = prompt.token_ids
-    spec.cache_salt = f"tenant:{tenant.pk}"
-    save(client, spec)
+    spec.cache_salt = f"tenant:{spec.tenant_id}"
+    spec.system_prompt, spec.prompt_messages = "", []  # the ids replace them for every later tier
     queue = f"colocated.{spec.prefill_pool}" if spec.colocated else f"prefill.{spec.prefill_pool}"
     from .tasks import colocated, prefill
 
-    streams.publish(client, request_id, [streams.status_record("prefilling", f"queued on {queue}")])
+    # The spec must be in Redis before the model tier can fetch it: store it, and mark the
+    # stream, in one round trip, then enqueue.
+    pipe = client.pipeline(transaction=False)
+    save(pipe, spec)
+    streams.append(pipe, request_id, [streams.status_record("prefilling", f"queued on {queue}")])
+    pipe.execute()
     (colocated if spec.colocated else prefill).apply_async(args=[request_id], queue=queue, priority=broker_priority(spec.priority))
     return queue
+
+
+def prompt_parts(spec: RequestSpec) -> tuple[str | None, list[dict]]:
+    """(system prompt, history) for build_prompt from the spec's inputs. An integrator's
+    own system messages (REST) follow the tenant's system prompt; replies with no text
+    are left out; the last message must be the user's, and is validated again here."""
+    extra_system, history = [], []
+    for m in spec.prompt_messages:
+        if m["role"] == "system":
+            extra_system.append(m["content"])
+        elif m["role"] == "assistant" and not m["content"]:
+            continue
+        else:
+            history.append({"role": m["role"], "content": m["content"]})
+    if not history or history[-1]["role"] != "user":
+        raise InvalidInput("The conversation must end with a user message.")
+    history[-1]["content"] = clean_user_text(history[-1]["content"])
+    system_prompt = "\n\n".join(p for p in [spec.system_prompt, *extra_system] if p) or None
+    return system_prompt, _alternating(history)
 
 
 def _alternating(history: list[dict]) -> list[dict]:

@@ -8,7 +8,7 @@ import time
 
 from . import services, streams
 from .engine.sampling import SamplingParams
-from .requests import RequestSpec, load
+from .requests import RequestSpec, load, load_with_cancel
 from .runtime import Runtime
 
 
@@ -29,8 +29,11 @@ def load_spec(rt: Runtime, request_id: str) -> RequestSpec | None:
 def live_spec(rt: Runtime, request_id: str) -> RequestSpec | None:
     """The spec of a request still worth running: None (after ending it) when it expired
     or was cancelled while it waited in the queue."""
-    spec = load_spec(rt, request_id)
-    if spec is not None and services.is_cancelled(request_id=request_id):
+    spec, cancelled = load_with_cancel(rt.client, request_id)
+    if spec is None:
+        services.request_fail(request_id=request_id, code="expired", message="The request expired in the queue.")
+        return None
+    if cancelled:
         finish_early(rt, spec, reason="cancelled")
         return None
     return spec

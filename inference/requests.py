@@ -1,6 +1,7 @@
 """The request spec: what every tier needs to know about one request, kept in Redis
-under `tandem:req:<id>` so that model workers never have to query the database on the
-hot path. The web tier writes the first half; the CPU tier adds the prompt."""
+under `tandem:req:<id>` so that no tier queries the database on the way to the first
+token. The web tier writes it with the prompt's inputs (read in the transaction that
+stored the message); the CPU tier turns those into prompt token ids."""
 
 from __future__ import annotations
 
@@ -37,6 +38,13 @@ class RequestSpec:
     prefill_pool: str = "shared"
     decode_pool: str = "shared"
     colocated: bool = False
+    # The prompt's inputs, written by the web tier: the tenant's system prompt and its
+    # prompt limit when the message was sent, and the conversation ({"role", "content"},
+    # oldest first, ending with the new user message). The CPU tier validates and builds
+    # the prompt from these alone, then empties them: the model tiers need only the ids.
+    system_prompt: str = ""
+    prompt_messages: list[dict] = field(default_factory=list)
+    max_prompt_tokens: int = 0
     # Filled in by the CPU tier:
     prompt_token_ids: list[int] = field(default_factory=list)
     cache_salt: str = ""  # the tenant's prefix-cache namespace
@@ -59,3 +67,13 @@ def save(client: redis.Redis, spec: RequestSpec) -> None:
 def load(client: redis.Redis, request_id: str) -> RequestSpec | None:
     raw = client.get(keys.request(request_id))
     return RequestSpec.from_json(raw) if raw else None
+
+
+def load_with_cancel(client: redis.Redis, request_id: str) -> tuple[RequestSpec | None, bool]:
+    """The spec and whether the request was cancelled, in one round trip: every tier asks
+    both before it starts, and each round trip is on the time to first token."""
+    pipe = client.pipeline(transaction=False)
+    pipe.get(keys.request(request_id))
+    pipe.exists(keys.cancel(request_id))
+    raw, cancelled = pipe.execute()
+    return (RequestSpec.from_json(raw) if raw else None), bool(cancelled)

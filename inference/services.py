@@ -30,9 +30,10 @@ def request_enqueue(*, spec: RequestSpec) -> None:
     from .tasks import preprocess
 
     spec.enqueued_at = time.time()
-    client = get_redis()
-    save(client, spec)
-    client.set(keys.listener(spec.request_id), "1", ex=LISTENER_TTL_S)
+    pipe = get_redis().pipeline(transaction=False)  # one round trip for both keys
+    save(pipe, spec)
+    pipe.set(keys.listener(spec.request_id), "1", ex=LISTENER_TTL_S)
+    pipe.execute()
     from .routing import broker_priority
 
     priority = broker_priority(spec.priority)

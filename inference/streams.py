@@ -53,12 +53,17 @@ def decode_record(fields: dict) -> dict[str, Any]:
 
 def publish(client: redis.Redis, request_id: str, records: Iterable[dict[str, Any]]) -> None:
     """Append records to one request's stream in one round trip, refreshing its TTL."""
-    name = keys.stream(request_id)
     pipe = client.pipeline(transaction=False)
+    append(pipe, request_id, records)
+    pipe.execute()
+
+
+def append(pipe: redis.client.Pipeline, request_id: str, records: Iterable[dict[str, Any]]) -> None:
+    """Queue `publish`'s commands on a pipeline the caller executes (with its own)."""
+    name = keys.stream(request_id)
     for rec in records:
         pipe.xadd(name, _fields(rec))
     pipe.expire(name, STREAM_TTL_S)
-    pipe.execute()
 
 
 def token_record(index: int, text: str, token_id: int, ts: float | None = None) -> dict[str, Any]:

@@ -23,6 +23,15 @@ def tenant_get(*, slug: str) -> Tenant | None:
     return Tenant.objects.filter(slug=slug).first()
 
 
+def tenant_for_request(*, tenant_id: int) -> Tenant:
+    """The tenant as serving one request reads it (quota, allocation and its pools) in one
+    query, fresh: an operator's change applies to the tenant's next request, including on
+    a websocket that authenticated before the change."""
+    return Tenant.objects.select_related("quota", "allocation__prefill_pool", "allocation__decode_pool").get(
+        pk=tenant_id
+    )
+
+
 def tenant_list() -> QuerySet:
     return Tenant.objects.select_related("quota", "allocation").order_by("slug")
 

@@ -17,7 +17,7 @@ from inference.tokens import estimate_prompt_tokens
 from inference.validation import InvalidInput, clean_user_text
 from tenants import quotas
 from tenants.models import ApiKey, Tenant
-from tenants.selectors import scope_to_tenant
+from tenants.selectors import scope_to_tenant, tenant_for_request
 
 from .models import Conversation, Message
 
@@ -89,11 +89,21 @@ def message_get(*, tenant: Tenant, message_id) -> Message:
 
 
 def route_is_served(route: Route) -> bool:
-    role = "colocated" if route.colocated else "prefill"
-    client = get_redis()
-    if not live_workers(client, role=role, pool=route.prefill_pool):
-        return False
-    return route.colocated or bool(live_workers(client, role="decode", pool=route.decode_pool))
+    # One read of the heartbeats for both tiers (each read is two round trips).
+    workers = {(w["role"], w["pool"]) for w in live_workers(get_redis())}
+    if route.colocated:
+        return ("colocated", route.prefill_pool) in workers
+    return ("prefill", route.prefill_pool) in workers and ("decode", route.decode_pool) in workers
+
+
+def prompt_history(conversation: Conversation) -> list[dict]:
+    """The conversation's messages a new prompt is built from, oldest first, as
+    {"role", "content"}: replies that failed or were cancelled are left out, and so are
+    messages with no text (a reply still being written)."""
+    rows = conversation.messages.exclude(content="").exclude(
+        role=Message.Role.ASSISTANT, status__in=[Message.Status.FAILED, Message.Status.CANCELLED]
+    ).order_by("created_at").values_list("role", "content")
+    return [{"role": role, "content": content} for role, content in rows]
 
 
 def chat_submit(
@@ -107,15 +117,17 @@ def chat_submit(
 ) -> Submission:
     """Append `messages` (the last one from the user) to a conversation, create the
     queued assistant message and enqueue the request. Raises InvalidInput or NotFound."""
-    tenant = api_key.tenant
     if not messages or messages[-1][0] != Message.Role.USER:
         raise InvalidInput("The last message must be from the user.", param="messages")
     cleaned = [(role, clean_user_text(text)) for role, text in messages]
+    # Read fresh, not the tenant cached on the key when a websocket connected: its
+    # quota, allocation and system prompt as they are now.
+    tenant = tenant_for_request(tenant_id=api_key.tenant_id)
     quota = tenant.quota
     sampling = sampling or Sampling(max_tokens=quota.max_output_tokens)
     route = route_for_tenant(tenant)
     conversation = conversation_get(tenant=tenant, conversation_id=conversation_id) if conversation_id else None
-    history = list(conversation.messages.exclude(content="").values_list("content", flat=True)) if conversation else []
+    history = prompt_history(conversation) if conversation else []
     request_id = uuid.uuid4()
     client = get_redis()
     # Admission before anything is stored: a refused request leaves no trace, and an
@@ -123,8 +135,8 @@ def chat_submit(
     admission = quotas.admit(
         client, tenant_id=tenant.pk, limits=quotas.QuotaLimits.from_quota(quota), request_id=str(request_id),
         prompt_tokens=estimate_prompt_tokens(
-            system_prompt=tenant.system_prompt, history=history, new=[t for _, t in cleaned],
-            max_prompt_tokens=quota.max_prompt_tokens),
+            system_prompt=tenant.system_prompt, history=[m["content"] for m in history],
+            new=[t for _, t in cleaned], max_prompt_tokens=quota.max_prompt_tokens),
         max_output_tokens=sampling.max_tokens,
     )
     if not admission.allowed:
@@ -133,6 +145,8 @@ def chat_submit(
         with transaction.atomic():
             if conversation is None:
                 conversation = Conversation.objects.create(tenant=tenant, channel=channel, visitor_id=visitor_id)
+            else:
+                conversation.save(update_fields=["updated_at"])  # a new one is created with it set
             Message.objects.bulk_create(
                 [Message(conversation=conversation, role=role, content=text) for role, text in cleaned]
             )
@@ -140,12 +154,15 @@ def chat_submit(
                 id=request_id, conversation=conversation, role=Message.Role.ASSISTANT,
                 status=Message.Status.QUEUED,
             )
-            conversation.save(update_fields=["updated_at"])
+            # The prompt's inputs travel in the spec, as read and written in this
+            # transaction, so the CPU tier does not read them back from the database.
             spec = RequestSpec(
                 request_id=str(assistant.pk), tenant_id=tenant.pk, api_key_id=api_key.pk,
                 conversation_id=str(conversation.pk), channel=channel, sampling=sampling,
                 priority=route.priority, max_decode_slots=route.max_decode_slots,
                 prefill_pool=route.prefill_pool, decode_pool=route.decode_pool, colocated=route.colocated,
+                system_prompt=tenant.system_prompt, max_prompt_tokens=quota.max_prompt_tokens,
+                prompt_messages=history + [{"role": role, "content": text} for role, text in cleaned],
             )
             pipeline.request_enqueue(spec=spec)
     except BaseException:

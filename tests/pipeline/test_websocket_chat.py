@@ -12,8 +12,9 @@ import websockets
 
 from inference import streams
 from inference.engine.prompting import build_prompt
+from inference.requests import load
 from tandem.chat.models import Conversation, Message
-from tenants.models import ComputePool, UsageRecord
+from tenants.models import ComputePool, Tenant, UsageRecord
 from tenants.services import api_key_revoke
 from tests.factories import make_tenant
 from tests.platform_fixtures import chat_socket, tokens_of
@@ -58,6 +59,34 @@ def test_reply_is_streamed_token_by_token_and_equals_hugging_face_greedy(platfor
     usage = UsageRecord.objects.get(message_id=message_id)
     assert usage.completion_tokens == len(expected) and usage.decode_worker.startswith("decode.shared@")
     assert usage.prefill_worker.startswith("prefill.shared@")
+
+
+def test_a_follow_up_is_answered_from_the_conversation_so_far_with_the_current_system_prompt(platform,
+                                                                                             model_dir):
+    from django.conf import settings
+    from transformers import AutoTokenizer
+
+    tenant = make_tenant(max_output_tokens=6)
+    r = redis_lib.Redis.from_url(platform.env["REDIS_URL"])
+    with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+        first_id, frames = chat.ask("My order 1234 has not arrived.")
+        conversation = next(f["id"] for f in frames if f["type"] == "conversation")
+        # An operator edits the system prompt while the socket is open: the next message uses it.
+        Tenant.objects.filter(pk=tenant.tenant.pk).update(system_prompt="You are Acme's support agent.")
+        second_id, frames = chat.ask("Can you check again?", conversation=conversation)
+    assert frames[-1]["type"] == "end"
+
+    first_reply = Message.objects.get(pk=first_id).content
+    history = [{"role": "user", "content": "My order 1234 has not arrived."},
+               {"role": "assistant", "content": first_reply},
+               {"role": "user", "content": "Can you check again?"}]
+    expected = build_prompt(AutoTokenizer.from_pretrained(model_dir), system_prompt="You are Acme's support agent.",
+                            history=[m for m in history if m["content"]],
+                            max_prompt_tokens=min(tenant.tenant.quota.max_prompt_tokens,
+                                                  settings.TANDEM_MAX_CONTEXT - 6))
+    spec = load(r, second_id)
+    assert spec.prompt_token_ids == expected.token_ids
+    assert spec.prompt_messages == []  # the model tiers carry only the ids
 
 
 def test_two_tenants_chatting_at_once_never_see_each_others_tokens(platform):

@@ -1,0 +1,104 @@
+"""The CPU tier builds the prompt from the request's spec alone (no database reads on the
+way to the first token), sends the request on once, and fails bad input.
+
+The prefill queue here belongs to a pool no worker serves, so whatever is enqueued stays
+there to be counted (and is deleted afterwards)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.conf import settings
+
+from inference import streams
+from inference.cpu_tier import preprocess_request
+from inference.engine.prompting import build_prompt
+from inference.redis_client import get_redis
+from inference.requests import RequestSpec, Sampling, load, save
+from inference.tokens import get_tokenizer
+from tandem.chat.models import Conversation, Message
+from tests.factories import make_tenant
+
+SYSTEM = "You are the support assistant of Acme."
+
+
+@pytest.fixture
+def pool():
+    slug = f"cpu-tier-test-{uuid.uuid4().hex[:8]}"
+    yield slug
+    client = get_redis()
+    for key in client.scan_iter(match=f"prefill.{slug}*"):
+        client.delete(key)
+
+
+def queued(pool: str) -> int:
+    """Tasks waiting on the pool's prefill queue, across Celery's priority lists."""
+    client = get_redis()
+    return sum(client.llen(key) for key in client.scan_iter(match=f"prefill.{pool}*"))
+
+
+def make_spec(pool: str, messages: list[dict], *, tenant_id: int = 1, request_id: str | None = None,
+              max_prompt_tokens: int = 1024, max_tokens: int = 16) -> RequestSpec:
+    spec = RequestSpec(
+        request_id=request_id or str(uuid.uuid4()), tenant_id=tenant_id, api_key_id=None,
+        conversation_id=str(uuid.uuid4()), channel="widget", sampling=Sampling(max_tokens=max_tokens),
+        prefill_pool=pool, decode_pool=pool, system_prompt=SYSTEM, max_prompt_tokens=max_prompt_tokens,
+        prompt_messages=messages,
+    )
+    save(get_redis(), spec)
+    return spec
+
+
+# No django_db mark: any database access in these two tests fails them.
+def test_a_follow_up_is_built_from_the_spec_alone_and_sent_on_to_its_prefill_pool(pool):
+    spec = make_spec(pool, [
+        {"role": "user", "content": "My parcel is late."},
+        {"role": "system", "content": "Answer in one sentence."},  # an integrator's own instruction
+        {"role": "assistant", "content": "Sorry to hear that! What is the order number?"},
+        {"role": "assistant", "content": ""},  # a reply with no text is left out
+        {"role": "user", "content": "  It is 1234.\x07 "},
+    ])
+
+    assert preprocess_request(spec.request_id) == f"prefill.{pool}"
+
+    expected = build_prompt(get_tokenizer(), system_prompt=f"{SYSTEM}\n\nAnswer in one sentence.", history=[
+        {"role": "user", "content": "My parcel is late."},
+        {"role": "assistant", "content": "Sorry to hear that! What is the order number?"},
+        {"role": "user", "content": "It is 1234."},
+    ], max_prompt_tokens=min(1024, settings.TANDEM_MAX_CONTEXT - 16))
+    stored = load(get_redis(), spec.request_id)
+    assert stored.prompt_token_ids == expected.token_ids
+    assert stored.cache_salt == "tenant:1"
+    assert (stored.system_prompt, stored.prompt_messages) == ("", [])  # later tiers carry only the ids
+    [status] = streams.read_all(get_redis(), spec.request_id)
+    assert status["type"] == "status" and status["state"] == "prefilling"
+    assert queued(pool) == 1
+
+
+def test_a_redelivered_task_does_not_send_the_request_on_twice(pool):
+    spec = make_spec(pool, [{"role": "user", "content": "Hello"}])
+    assert preprocess_request(spec.request_id) == f"prefill.{pool}"
+    assert preprocess_request(spec.request_id) is None
+    assert queued(pool) == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("messages,limit,code", [
+    ([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}], 1024, "invalid_message"),
+    ([{"role": "user", "content": "\x00\x07"}], 1024, "empty_message"),
+    ([{"role": "user", "content": "Please help me with my order. " * 20}], 24, "prompt_too_long"),
+])
+def test_bad_input_fails_the_request_and_sends_nothing_on(pool, messages, limit, code):
+    tenant = make_tenant().tenant
+    conversation = Conversation.objects.create(tenant=tenant, channel="widget")
+    reply = Message.objects.create(conversation=conversation, role="assistant", status="queued")
+    spec = make_spec(pool, messages, tenant_id=tenant.pk, request_id=str(reply.pk), max_prompt_tokens=limit)
+
+    assert preprocess_request(spec.request_id) is None
+
+    reply.refresh_from_db()
+    assert reply.status == "failed" and reply.error.startswith(f"{code}:")
+    [error] = streams.read_all(get_redis(), spec.request_id)
+    assert error["type"] == "error" and error["code"] == code
+    assert queued(pool) == 0
