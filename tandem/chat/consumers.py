@@ -93,7 +93,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._error("invalid_frame", "conversation must be an id or null.")
             return
         try:
-            sub = await database_sync_to_async(services.chat_submit)(
+            # Not thread-sensitive: submissions run in the event loop's executor, side by
+            # side, instead of queueing behind every other socket's database work on
+            # daphne's one sync thread. chat_submit keeps no thread-bound state; the
+            # database connection is the executor thread's own, and database_sync_to_async
+            # closes it there, before and after the call, once it is too old or broken.
+            sub = await database_sync_to_async(services.chat_submit, thread_sensitive=False)(
                 api_key=self.api_key, messages=[("user", frame.get("text"))],
                 conversation_id=conversation, channel=Conversation.Channel.WIDGET,
                 visitor_id=self.visitor_id,
