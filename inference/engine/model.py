@@ -21,11 +21,14 @@ Hkv key/value heads, G = H // Hkv, D head dim, E hidden size, F MLP size, V voca
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 import torch.nn.functional as F
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,6 @@ class DecoderModel:
         make = torch.zeros if zero else torch.empty
         return make(size, device=self.device, dtype=self.dtype)
 
-    @torch.inference_mode()
     def forward(
         self,
         input_ids: torch.Tensor,  # [B, S] int64
@@ -144,6 +146,19 @@ class DecoderModel:
         groups: list[CacheGroup],  # consecutive row ranges covering the batch, each with its cache
         logit_index: torch.Tensor,  # [B] int64: which of the S tokens each row wants logits for
     ) -> torch.Tensor:  # [B, V] in the model dtype
+        return run_to_end(self.forward_steps(input_ids, positions, groups, logit_index))
+
+    @torch.inference_mode()
+    def forward_steps(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        groups: list[CacheGroup],
+        logit_index: torch.Tensor,
+    ) -> Generator[None, None, torch.Tensor]:
+        """`forward`, pausing after each layer: a scheduler can run another forward in
+        between (a prefill batcher letting one tenant's prompt overtake another's long
+        forward). Returns the logits when exhausted."""
         s = self.shape
         B, S = input_ids.shape
         H, Hkv, D, G = s.num_heads, s.num_kv_heads, s.head_dim, s.num_heads // s.num_kv_heads
@@ -178,6 +193,7 @@ class DecoderModel:
             x = lw.o.add(o, x)  # x + o W_o^T  [B, S, E]
             h = self._rms_norm(x, lw.ln_mlp)
             x = lw.down.add(lw.gate_up.swiglu(h), x)  # x + (silu(h W_g^T) * h W_u^T) W_d^T
+            yield
         last = x[rows, logit_index]  # [B, E]: only the positions whose logits are wanted
         return self.lm_head(self._rms_norm(last, self.norm))  # [B, V], model dtype
 
@@ -228,7 +244,6 @@ class DecoderModel:
         y = F.layer_norm(torch.cat([x, x.neg()], dim=-1), (2 * E,), eps=self.shape.rms_eps)[..., :E]
         return y if weight is None else weight * y
 
-    @torch.inference_mode()
     def prefill(
         self,
         prompts: list[list[int]],
@@ -239,6 +254,15 @@ class DecoderModel:
         Returns per prompt its full KV (past + prompt, k and v [L, Hkv, P + n, D] each, on
         the model's device) and the logits [B, V] at each prompt's last token.
         """
+        return run_to_end(self.prefill_steps(prompts, pasts))
+
+    @torch.inference_mode()
+    def prefill_steps(
+        self,
+        prompts: list[list[int]],
+        pasts: list[tuple[torch.Tensor, torch.Tensor] | None],
+    ) -> Generator[None, None, tuple[list[tuple[torch.Tensor, torch.Tensor]], torch.Tensor]]:
+        """`prefill`, pausing after each layer (see forward_steps)."""
         B, Hkv = len(prompts), self.shape.num_kv_heads
         past_lens = [0 if p is None else int(p[0].shape[2]) for p in pasts]
         lens = [len(p) for p in prompts]
@@ -259,14 +283,23 @@ class DecoderModel:
         positions = torch.tensor(past_lens)[:, None] + offsets  # [B, S]
         positions = torch.where(offsets < torch.tensor(lens)[:, None], positions, T - 1)
         logit_index = torch.tensor(lens) - 1
-        logits = self.forward(ids.to(self.device), positions.to(self.device), [CacheGroup(cache, 0, T)],
-                              logit_index.to(self.device))
+        logits = yield from self.forward_steps(ids.to(self.device), positions.to(self.device),
+                                               [CacheGroup(cache, 0, T)], logit_index.to(self.device))
         kvs = [
             (cache[:, b, :Hkv, : past_lens[b] + lens[b]].contiguous(),
              cache[:, b, Hkv:, : past_lens[b] + lens[b]].contiguous())
             for b in range(B)
         ]
         return kvs, logits
+
+
+def run_to_end(steps: Generator[None, None, R]) -> R:
+    """Run a *_steps generator without pausing; its return value."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
 
 
 class Linear:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Generator
 from dataclasses import dataclass, field
 
 import torch
@@ -19,6 +20,7 @@ import torch
 from .config import EngineConfig
 from .kv import KVCache
 from .loader import LoadedModel
+from .model import run_to_end
 from .prefix_cache import PrefixCache, PrefixHit
 from .sampling import SamplingParams, make_generator, sample_tokens
 
@@ -75,6 +77,13 @@ class PrefillEngine:
     def prefill(self, requests: list[PrefillRequest]) -> list[PrefillResult]:
         """Results in the order of `requests`. Raises ValueError, before computing
         anything, for an empty prompt or one with no room for an output token."""
+        with self._lock:
+            return run_to_end(self.prefill_steps(requests))
+
+    def prefill_steps(self, requests: list[PrefillRequest]) -> Generator[None, None, list[PrefillResult]]:
+        """`prefill`, pausing after each layer of each forward, so that a scheduler can
+        run another prefill in between; returns the results when exhausted. Not locked:
+        drive every generator of one engine from the same thread."""
         t_call = time.perf_counter()
         for r in requests:
             if not r.token_ids or len(r.token_ids) >= self.config.max_context:
@@ -82,34 +91,33 @@ class PrefillEngine:
                     f"prompt of {r.request_id} has {len(r.token_ids)} tokens; need 1..{self.config.max_context - 1}"
                 )
         results: list[PrefillResult | None] = [None] * len(requests)
-        with self._lock:
-            items = []
-            for i, r in enumerate(requests):
-                t0 = time.perf_counter()
-                hit = self.lookup(r.token_ids, r.cache_salt)
-                items.append(_Item(i, r, hit, (time.perf_counter() - t0) * 1e3))
-            for batch in self._batches(items):
-                t_start = time.perf_counter()
-                kvs, logits = self.model.prefill(
-                    [it.suffix for it in batch],
-                    [(it.hit.k, it.hit.v) if it.hit else None for it in batch],
+        items = []
+        for i, r in enumerate(requests):
+            t0 = time.perf_counter()
+            hit = self.lookup(r.token_ids, r.cache_salt)
+            items.append(_Item(i, r, hit, (time.perf_counter() - t0) * 1e3))
+        for batch in self._batches(items):
+            t_start = time.perf_counter()
+            kvs, logits = yield from self.model.prefill_steps(
+                [it.suffix for it in batch],
+                [(it.hit.k, it.hit.v) if it.hit else None for it in batch],
+            )
+            params = [it.req.sampling for it in batch]
+            gens = [make_generator(p, tokens_done=0) for p in params]
+            firsts = sample_tokens(logits, params, gens).tolist()
+            compute_ms = (time.perf_counter() - t_start) * 1e3
+            for it, (k, v), first in zip(batch, kvs, firsts, strict=True):
+                self.remember(it.req.token_ids, it.req.cache_salt, k, v)
+                results[it.index] = PrefillResult(
+                    request_id=it.req.request_id,
+                    first_token=first,
+                    kv=KVCache(k.to(self.kv_device).contiguous(), v.to(self.kv_device).contiguous(),
+                               self.fingerprint),
+                    cached_tokens=it.hit.tokens if it.hit else 0,
+                    timings={"queue_ms": (t_start - t_call) * 1e3, "lookup_ms": it.lookup_ms,
+                             "compute_ms": compute_ms, "batch_size": float(len(batch))},
+                    finish_reason=self.first_token_finish(it.req, first),
                 )
-                params = [it.req.sampling for it in batch]
-                gens = [make_generator(p, tokens_done=0) for p in params]
-                firsts = sample_tokens(logits, params, gens).tolist()
-                compute_ms = (time.perf_counter() - t_start) * 1e3
-                for it, (k, v), first in zip(batch, kvs, firsts, strict=True):
-                    self.remember(it.req.token_ids, it.req.cache_salt, k, v)
-                    results[it.index] = PrefillResult(
-                        request_id=it.req.request_id,
-                        first_token=first,
-                        kv=KVCache(k.to(self.kv_device).contiguous(), v.to(self.kv_device).contiguous(),
-                                   self.fingerprint),
-                        cached_tokens=it.hit.tokens if it.hit else 0,
-                        timings={"queue_ms": (t_start - t_call) * 1e3, "lookup_ms": it.lookup_ms,
-                                 "compute_ms": compute_ms, "batch_size": float(len(batch))},
-                        finish_reason=self.first_token_finish(it.req, first),
-                    )
         return [r for r in results if r is not None]
 
     # -- building blocks, also used by the colocated engine ------------------------------

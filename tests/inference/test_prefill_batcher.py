@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import Future
+from contextlib import contextmanager
 
 import pytest
+import torch
 
 from inference.engine.loader import load_model
 from inference.engine.prefill import PrefillRequest
@@ -52,28 +55,86 @@ def batcher(tmp_path_factory):
     b.shutdown()
 
 
-def test_the_batcher_serves_a_quiet_tenant_in_the_first_batch_after_a_flood(batcher):
+@contextmanager
+def recording_batches(batcher: PrefillBatcher, on_step=None):
+    """Note which request ids each job of the batcher holds, layer by layer; the real
+    engine still computes everything (the steps are passed through)."""
     calls: list[list[str]] = []
-    engine_prefill = batcher.engine.prefill
+    engine_steps = batcher.engine.prefill_steps
 
-    def recording(requests):  # the real engine runs; the test only notes who was batched
-        calls.append([r.request_id for r in requests])
-        return engine_prefill(requests)
+    def recording(requests):
+        ids = [r.request_id for r in requests]
+        calls.append(ids)
+        steps = engine_steps(requests)
+        result = yield from _passing(steps, lambda: on_step(ids) if on_step else None)
+        return result
 
-    batcher.engine.prefill = recording
+    batcher.engine.prefill_steps = recording
     try:
+        yield calls
+    finally:
+        batcher.engine.prefill_steps = engine_steps
+
+
+def _passing(steps, after_each):
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+        yield
+        after_each()
+
+
+def request(rid: str, i: int) -> PrefillRequest:
+    return PrefillRequest(rid, PROMPTS[i], GREEDY)
+
+
+def test_the_batcher_serves_a_quiet_tenant_in_the_first_batch_after_a_flood(batcher):
+    with recording_batches(batcher) as calls:
         # Queue everything before the batcher can take any of it (the lock is re-entrant).
         with batcher._cv:
-            futures = {f"a{i}": batcher.submit(PrefillRequest(f"a{i}", PROMPTS[i], GREEDY), group="a")
-                       for i in range(6)}
-            futures["b0"] = batcher.submit(PrefillRequest("b0", PROMPTS[7], GREEDY), group="b")
+            futures = {f"a{i}": batcher.submit(request(f"a{i}", i), group="a") for i in range(6)}
+            futures["b0"] = batcher.submit(request("b0", 7), group="b")
             batcher.cancel("a4")
-        results = {rid: f for rid, f in futures.items() if rid != "a4"}
-        for rid, fut in results.items():
-            assert fut.result(timeout=60).request_id == rid
-        with pytest.raises(PrefillCancelled):
-            futures["a4"].result(timeout=5)
-    finally:
-        batcher.engine.prefill = engine_prefill
+        for rid, fut in futures.items():
+            if rid == "a4":
+                with pytest.raises(PrefillCancelled):
+                    fut.result(timeout=5)
+            else:
+                assert fut.result(timeout=60).request_id == rid
     assert calls[0] == ["a0", "b0", "a1", "a2"]
     assert sorted(sum(calls, [])) == ["a0", "a1", "a2", "a3", "a5", "b0"]
+
+
+def test_another_tenants_prompt_overtakes_a_running_forward_once_and_nothing_changes(batcher):
+    prompts = {"a": 9, "b": 3, "c": 5, "d": 6}
+    alone = {rid: batcher.engine.prefill([request(rid, i)])[0] for rid, i in prompts.items()}
+    a_running, go_on = threading.Event(), threading.Event()
+    futures: dict[str, Future] = {}
+    finished: list[str] = []
+
+    def submit(rid: str) -> None:
+        futures[rid] = batcher.submit(request(rid, prompts[rid]), group=rid)
+        futures[rid].add_done_callback(lambda f: finished.append(rid))
+
+    def on_step(ids):
+        if ids == ["a"] and not a_running.is_set():
+            a_running.set()  # a's forward has done a layer: b and c arrive now
+            assert go_on.wait(10)
+        if ids == ["b", "c"] and "d" not in futures:
+            submit("d")  # arrives during the overtaking forward: a was overtaken already
+
+    with recording_batches(batcher, on_step) as calls:
+        submit("a")
+        assert a_running.wait(30)
+        submit("b")
+        submit("c")
+        go_on.set()
+        results = {rid: futures[rid].result(timeout=60) for rid in prompts}
+    assert calls == [["a"], ["b", "c"], ["d"]]
+    assert finished == ["b", "c", "a", "d"]  # b and c overtook a; d did not
+    for rid, res in results.items():  # interleaved forwards share nothing (batching itself
+        assert res.first_token == alone[rid].first_token  # moves the last float bits)
+        torch.testing.assert_close(res.kv.k, alone[rid].kv.k, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(res.kv.v, alone[rid].kv.v, rtol=1e-4, atol=1e-5)
