@@ -2,20 +2,26 @@
 
 Layout (all integers little-endian):
 
-    b"TANDEMKV" | u32 header_len | header (UTF-8 JSON) | blake2b-256 digest | payload
+    b"TANDEMKV" | u32 header_len | header (UTF-8 JSON) | u32 CRC-32 | payload
 
 The JSON header names the format version, model fingerprint, dtype, geometry (layers,
 kv heads, sequence length, head dim), payload size and the created/expiry wall-clock
 times. The payload is the raw bytes of k then v, each [L, Hkv, S, D] in C order. The
-digest covers the header JSON and the payload, so a flipped bit anywhere past the magic
+checksum covers the header JSON and the payload, so a flipped bit anywhere past the magic
 is caught as `KVCorrupt` rather than read as a different (wrong) cache.
+
+CRC-32 rather than a cryptographic digest: it guards against accidents (truncation, a
+torn write, a bit flip), not against someone who can write to the store, and it runs
+~5x faster than blake2b (3.5 vs 17.7 ms for a 512-token prompt's 12 MB here), time that
+the decode worker otherwise spends on its own core beside the running batch.
+Version 1 entries (blake2b) read as corrupt, so the caller recomputes them.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import struct
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,10 +30,11 @@ import torch
 from inference.engine.kv import KVCache
 from inference.engine.kvstore.base import KVCorrupt, KVMismatch, KVMissing
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MAGIC = b"TANDEMKV"
 _LEN = struct.Struct("<I")
-DIGEST_SIZE = 32
+_CRC = struct.Struct("<I")
+DIGEST_SIZE = _CRC.size
 PREFIX_SIZE = len(MAGIC) + _LEN.size
 # A header is a few hundred bytes; anything far larger is garbage, not a header.
 MAX_HEADER_SIZE = 64 * 1024
@@ -116,10 +123,8 @@ def encode(kv: KVCache, *, created_at: float, ttl_s: float) -> EncodedEntry:
         "expires_at": created_at + ttl_s,
     }
     raw_json = json.dumps(header, separators=(",", ":")).encode()
-    digest = hashlib.blake2b(raw_json, digest_size=DIGEST_SIZE)
-    digest.update(kb)
-    digest.update(vb)
-    head = MAGIC + _LEN.pack(len(raw_json)) + raw_json + digest.digest()
+    crc = zlib.crc32(vb, zlib.crc32(kb, zlib.crc32(raw_json)))
+    head = MAGIC + _LEN.pack(len(raw_json)) + raw_json + _CRC.pack(crc)
     return EncodedEntry(head=head, k=kb, v=vb)
 
 
@@ -195,9 +200,8 @@ def decode(
         raise KVCorrupt(
             f"{where} payload is {actual} bytes, header says {h.payload_bytes} (truncated?)"
         )
-    digest = hashlib.blake2b(h.raw_json, digest_size=DIGEST_SIZE)
-    digest.update(memoryview(buf)[h.payload_offset :])
-    if digest.digest() != h.digest:
+    crc = zlib.crc32(memoryview(buf)[h.payload_offset :], zlib.crc32(h.raw_json))
+    if _CRC.pack(crc) != h.digest:
         raise KVCorrupt(f"{where} fails its checksum")
     if expected_fingerprint is not None and h.fingerprint != expected_fingerprint:
         raise KVMismatch(
