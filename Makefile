@@ -35,4 +35,4 @@ bench-e2e: model
 	$(PY) -m inference.bench e2e
 
 clean:
-	rm -rf $(VENV) var/*.sqlite3
+	rm -rf $(VENV) var/*.sqlite3 var/test-logs

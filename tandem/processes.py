@@ -16,7 +16,13 @@ from pathlib import Path
 import redis
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-LOG_DIR = BASE_DIR / "var" / "test-logs"
+# Each platform's process logs go to a folder of their own (one per test session or
+# benchmark run), so concurrent sessions never overwrite each other's logs.
+LOG_ROOT = BASE_DIR / "var" / "test-logs"
+
+
+def new_log_dir(label: str = "run") -> Path:
+    return LOG_ROOT / f"{label}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
 
 def free_port() -> int:
@@ -41,6 +47,7 @@ class Platform:
     base_url: str
     ws_url: str
     env: dict
+    log_dir: Path
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
 
     def stop(self, name: str) -> None:
@@ -52,13 +59,13 @@ class Platform:
             proc.kill()
 
 
-def _spawn(name: str, argv: list[str], env: dict) -> subprocess.Popen:
-    LOG_DIR.mkdir(parents=True, exist_ok=True)
-    log = open(LOG_DIR / f"{name}.log", "w")
-    return subprocess.Popen(argv, cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
+def _spawn(name: str, argv: list[str], env: dict, log_dir: Path) -> subprocess.Popen:
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with open(log_dir / f"{name}.log", "w") as log:  # the child keeps its own descriptor
+        return subprocess.Popen(argv, cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
-def wait_for(predicate, *, timeout: float, what: str, procs: dict | None = None):
+def wait_for(predicate, *, timeout: float, what: str, procs: dict | None = None, log_dir: Path | None = None):
     """Poll a condition about another process (a server coming up) with a deadline."""
     deadline = time.monotonic() + timeout
     while True:
@@ -67,7 +74,8 @@ def wait_for(predicate, *, timeout: float, what: str, procs: dict | None = None)
             return value
         for name, proc in (procs or {}).items():
             if proc.poll() is not None:
-                raise RuntimeError(f"{name} exited with {proc.returncode}; see {LOG_DIR / (name + '.log')}")
+                where = f"; see {log_dir / (name + '.log')}" if log_dir else ""
+                raise RuntimeError(f"{name} exited with {proc.returncode}{where}")
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out waiting for {what}")
         time.sleep(0.1)
@@ -80,31 +88,35 @@ def worker_argv(role: str, pool: str, concurrency: int) -> list[str]:
 
 
 @contextmanager
-def running_platform(*, db_url: str, model_dir: str, workers: list[tuple[str, str, dict]], extra_env=None):
+def running_platform(*, db_url: str, model_dir: str, workers: list[tuple[str, str, dict]], extra_env=None,
+                     log_dir: Path | None = None):
     """Start daphne plus `workers` [(role, pool, env)], wait until every model worker
-    sends a heartbeat, yield a Platform, stop everything."""
+    sends a heartbeat, yield a Platform, stop everything. Logs go to `log_dir` (default:
+    a new folder under var/test-logs/)."""
     from inference.heartbeats import live_workers
 
     port = free_port()
     env = {**os.environ, "DATABASE_URL": db_url, "TANDEM_MODEL": model_dir, "PYTHONUNBUFFERED": "1",
            "DJANGO_SETTINGS_MODULE": "tandem.settings", **(extra_env or {})}
-    platform = Platform(base_url=f"http://127.0.0.1:{port}", ws_url=f"ws://127.0.0.1:{port}", env=env)
+    platform = Platform(base_url=f"http://127.0.0.1:{port}", ws_url=f"ws://127.0.0.1:{port}", env=env,
+                        log_dir=log_dir or new_log_dir())
     platform.procs["web"] = _spawn("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                                           "tandem.asgi:application"], env)
+                                           "tandem.asgi:application"], env, platform.log_dir)
     expected = []
     for role, pool, wenv in workers:
         conc = int(wenv.get("CONCURRENCY", "4"))
         name = f"{role}-{pool}"
         platform.procs[name] = _spawn(name, worker_argv(role, pool, conc),
-                                      {**env, "TANDEM_ROLE": role, "TANDEM_POOL": pool, **wenv})
+                                      {**env, "TANDEM_ROLE": role, "TANDEM_POOL": pool, **wenv}, platform.log_dir)
         if role != "cpu":
             expected.append((role, pool))
     client = redis.Redis.from_url(env["REDIS_URL"])
     try:
-        wait_for(lambda: _port_open(port), timeout=60, what="daphne", procs=platform.procs)
+        wait_for(lambda: _port_open(port), timeout=60, what="daphne", procs=platform.procs,
+                 log_dir=platform.log_dir)
         for role, pool in expected:
             wait_for(lambda r=role, p=pool: live_workers(client, role=r, pool=p), timeout=180,
-                     what=f"{role}.{pool} heartbeat", procs=platform.procs)
+                     what=f"{role}.{pool} heartbeat", procs=platform.procs, log_dir=platform.log_dir)
         yield platform
     finally:
         for name in list(platform.procs):
@@ -123,11 +135,11 @@ def extra_worker(platform: Platform, *, role: str, pool: str, env: dict, concurr
 
     name = f"{role}-{pool}"
     platform.procs[name] = _spawn(name, worker_argv(role, pool, concurrency),
-                                  {**platform.env, "TANDEM_ROLE": role, "TANDEM_POOL": pool, **env})
+                                  {**platform.env, "TANDEM_ROLE": role, "TANDEM_POOL": pool, **env}, platform.log_dir)
     client = redis.Redis.from_url(platform.env["REDIS_URL"])
     try:
         wait_for(lambda: live_workers(client, role=role, pool=pool), timeout=180,
-                 what=f"{role}.{pool} heartbeat", procs={name: platform.procs[name]})
+                 what=f"{role}.{pool} heartbeat", procs={name: platform.procs[name]}, log_dir=platform.log_dir)
         yield
     finally:
         platform.stop(name)
@@ -139,9 +151,10 @@ def extra_web(platform: Platform):
     port = free_port()
     name = f"web-{port}"
     platform.procs[name] = _spawn(name, [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                                         "tandem.asgi:application"], platform.env)
+                                         "tandem.asgi:application"], platform.env, platform.log_dir)
     try:
-        wait_for(lambda: _port_open(port), timeout=60, what="second daphne", procs={name: platform.procs[name]})
+        wait_for(lambda: _port_open(port), timeout=60, what="second daphne", procs={name: platform.procs[name]},
+                 log_dir=platform.log_dir)
         yield f"http://127.0.0.1:{port}"
     finally:
         platform.stop(name)

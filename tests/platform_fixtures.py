@@ -11,7 +11,7 @@ import pytest
 import websockets.sync.client as ws_client
 
 from inference.engine.prepare import DEFAULT_DIR, prepare_model
-from tandem.processes import database_url, running_platform
+from tandem.processes import database_url, new_log_dir, running_platform
 
 ORIGIN = "http://testserver"
 DECODE_SLOTS = 2
@@ -34,7 +34,8 @@ def platform(django_db_setup, django_db_blocker, model_dir):
                               "TANDEM_MAX_BATCH": str(DECODE_SLOTS), "TANDEM_CPU_AFFINITY": "1"}),
     ]
     with running_platform(db_url=database_url(connection.settings_dict), model_dir=model_dir,
-                          workers=workers, extra_env={"TANDEM_QUEUE_TIMEOUT_S": "8"}) as p:
+                          workers=workers, extra_env={"TANDEM_QUEUE_TIMEOUT_S": "8"},
+                          log_dir=new_log_dir("tests")) as p:
         yield p
 
 

@@ -297,16 +297,13 @@ def model_worker_env(*, core: int, dtype: str, concurrency: int, **extra: str) -
 @contextmanager
 def platform_up(site: BenchSite, workers: list[tuple[str, str, dict]], *, extra_env: dict | None = None):
     """daphne + `workers` as real processes (tandem.processes.running_platform), with
-    their logs under this run's directory rather than var/test-logs/ (which concurrent
-    test sessions overwrite)."""
+    their logs under this run's directory."""
     from tandem import processes
 
-    site.log_dir.mkdir(parents=True, exist_ok=True)
-    processes.LOG_DIR = site.log_dir  # read by _spawn at call time
     say(f"starting daphne + {', '.join(f'{r}.{p}' for r, p, _ in workers)} (logs: {site.log_dir})")
     t = time.monotonic()
     with processes.running_platform(db_url=site.db_url, model_dir=str(MODEL_DIR), workers=workers,
-                                    extra_env=extra_env) as p:
+                                    extra_env=extra_env, log_dir=site.log_dir) as p:
         say(f"platform up in {time.monotonic() - t:.1f}s at {p.ws_url}")
         yield p
 
