@@ -167,6 +167,21 @@ def busy_processes(threshold_pct: float = 20.0) -> list[str]:
 # -- a throwaway platform -----------------------------------------------------------------
 
 
+def start_run(name: str, argv: list[str]) -> dict:
+    """What every platform benchmark does first: record the machine and whatever else is
+    using the CPU (and warn about it), make sure the model is prepared, and start the
+    result document."""
+    machine = machine_info()
+    busy = busy_processes()
+    say(f"machine: {machine['cpu_model']}, {machine['cpus']} cpus, load {machine['loadavg_at_start']}")
+    if busy:
+        say("WARNING: other processes are using the CPU; the numbers will be noisy:\n    " + "\n    ".join(busy))
+    from inference.engine.prepare import prepare_model
+
+    prepare_model(MODEL_DIR)
+    return {"benchmark": name, "argv": argv, "machine": machine, "busy_processes_at_start": busy}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

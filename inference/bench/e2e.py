@@ -218,15 +218,7 @@ HEADERS = ["mode", "clients", "ok", "TTFT p50", "TTFT p90", "TTFT p99", "ITL p50
 def main(argv: list[str]) -> None:
     args = parse_args(argv)
     levels = [int(x) for x in args.clients.split(",") if x.strip()]
-    machine = common.machine_info()
-    busy = common.busy_processes()
-    say(f"machine: {machine['cpu_model']}, {machine['cpus']} cpus, load {machine['loadavg_at_start']}")
-    if busy:
-        say("WARNING: other processes are using the CPU; the numbers will be noisy:\n    " + "\n    ".join(busy))
-    from inference.engine.prepare import prepare_model
-
-    prepare_model(common.MODEL_DIR)
-    result: dict = {"benchmark": "e2e", "argv": argv, "machine": machine, "busy_processes_at_start": busy}
+    result = common.start_run("e2e", argv)
 
     with common.bench_site("e2e", redis_url=args.redis_url, db_url=args.db_url) as site:
         import redis

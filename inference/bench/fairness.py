@@ -160,15 +160,7 @@ def a_summary(traces: list[Trace], span_s: float) -> dict:
 
 def main(argv: list[str]) -> None:
     args = parse_args(argv)
-    machine = common.machine_info()
-    busy = common.busy_processes()
-    say(f"machine: {machine['cpu_model']}, {machine['cpus']} cpus, load {machine['loadavg_at_start']}")
-    if busy:
-        say("WARNING: other processes are using the CPU; the numbers will be noisy:\n    " + "\n    ".join(busy))
-    from inference.engine.prepare import prepare_model
-
-    prepare_model(common.MODEL_DIR)
-    result: dict = {"benchmark": "fairness", "argv": argv, "machine": machine, "busy_processes_at_start": busy}
+    result = common.start_run("fairness", argv)
 
     with common.bench_site("fairness", redis_url=args.redis_url, db_url=args.db_url) as site:
         import redis
