@@ -117,10 +117,14 @@ class BatchRunner:
         c.add(seq, kv_both.to(device=self.model.device, dtype=self.model.dtype), self.max_batch)
 
     def remove(self, slot: int) -> Sequence:
-        """Free a slot; slots below it keep their place."""
+        """Free a slot; slots below it keep their place. The last one out frees every
+        cache: an idle engine takes no steps, so idle classes would otherwise never go."""
         for c in self.classes.values():
             if slot < len(c.seqs):
-                return c.remove(slot)
+                seq = c.remove(slot)
+                if not self.size:
+                    self.classes.clear()
+                return seq
             slot -= len(c.seqs)
         raise IndexError("no such decode slot")
 

@@ -99,12 +99,19 @@ def test_rows_of_different_lengths_and_rows_outgrowing_their_cache_decode_exactl
     run = SamplingParams(temperature=0, max_tokens=48, ignore_eos=True)
     prompts = {"short": prompt(20, 5), "grows": prompt(21, 100), "long": prompt(22, 150)}
     firsts = prefill_engine.prefill([PrefillRequest(rid, p, run) for rid, p in prompts.items()])
-    handles = {r.request_id: (r.first_token, decode.submit(decode_request(r, prompts[r.request_id], run)))
+    classes_seen: set[int] = set()
+
+    def on_token(rid, index, token, ts):  # runs on the engine thread, between steps
+        classes_seen.update(c for c, cls in decode.runner.classes.items() if cls.seqs)
+
+    handles = {r.request_id: (r.first_token, decode.submit(decode_request(r, prompts[r.request_id], run,
+                                                                          on_token=on_token)))
                for r in firsts}
     for rid, (first, handle) in handles.items():
         tokens, _ = handle.result(timeout=60)
         assert [first, *tokens] == hf_argmax_loop(hf_tiny, prompts[rid], 48), rid
-    assert set(decode.runner.classes) == {128, 256}  # both capacity classes were used
+    assert classes_seen == {128, 256}  # both capacity classes held sequences
+    assert decode.runner.classes == {}  # and an idle engine holds no cache
 
 
 def test_prefill_batch_composition_changes_neither_first_token_nor_kv(prefill_engine):
