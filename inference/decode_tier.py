@@ -89,7 +89,8 @@ class SequenceFollower:
         flushed = threading.Event()
         self.rt.publisher.put(spec.request_id, streams.end_record(
             reason, usage_dict(prompt=prompt, completion=completion, cached=cached),
-            {"ttft_ms": ttft_ms, "duration_ms": duration_ms}), done=flushed)
+            {"ttft_ms": ttft_ms, "duration_ms": duration_ms, "prefill_engine_ms": meta.get("prefill_engine_ms")}),
+            done=flushed)
         flushed.wait(timeout=30)
 
 

@@ -8,7 +8,9 @@ who listens.
 Records (all values are strings in Redis, decoded here):
   token   index (0-based, dense), text (the detokenized increment), token_id, ts
   status  state (queued | prefilling | decoding), detail
-  end     finish_reason, usage (JSON), timings (JSON)
+  end     finish_reason, usage (JSON), timings (JSON: ttft_ms from the request's
+          enqueueing, duration_ms, prefill_engine_ms: the prefill engine's share of the
+          first token, when the request went through the prefill tier)
   error   code, message
 A stream is closed by exactly one `end` or `error` record and expires STREAM_TTL_S after
 its last write.

@@ -45,9 +45,11 @@ def test_reply_is_streamed_token_by_token_and_equals_hugging_face_greedy(platfor
     expected = [t for t in out[0, prompt.n_tokens:].tolist()]
     if expected and expected[-1] == tok.eos_token_id:
         expected = expected[:-1]  # the stop token ends the reply without being emitted
-    recorded = [r["token_id"] for r in streams.read_all(redis_lib.Redis.from_url(platform.env["REDIS_URL"]),
-                                                       message_id) if r["type"] == "token"]
+    records = streams.read_all(redis_lib.Redis.from_url(platform.env["REDIS_URL"]), message_id)
+    recorded = [r["token_id"] for r in records if r["type"] == "token"]
     assert recorded == expected
+    timings = records[-1]["timings"]  # the prefill engine's share is part of the time to first token
+    assert 0 < timings["prefill_engine_ms"] < timings["ttft_ms"] < timings["duration_ms"]
     text = "".join(t["text"] for t in tokens)
     assert text == tok.decode(expected, skip_special_tokens=True)
 
