@@ -258,18 +258,6 @@ def bench_site(name: str, *, redis_url: str | None = None, db_url: str | None = 
             _pg_admin(f'DROP DATABASE IF EXISTS "{throwaway_pg}" WITH (FORCE)')
 
 
-def sqlite_wal(site: BenchSite) -> None:
-    """Put the bench's SQLite file in WAL mode (stored in the file: every process that
-    opens it afterwards uses WAL). Only an experiment: the settings do not do this."""
-    from django.db import connection
-
-    if connection.vendor != "sqlite":
-        raise ValueError("--sqlite-wal needs the SQLite database")
-    with connection.cursor() as cur:
-        cur.execute("PRAGMA journal_mode=WAL")
-        say(f"SQLite journal mode: {cur.fetchone()[0]}")
-
-
 def _pg_admin(sql: str) -> None:
     import psycopg
 
@@ -592,7 +580,10 @@ def stage_times(client, trace: Trace) -> dict:
     cpu       -> the `status: prefilling` record (commit, broker, CPU task; ms precision)
     prefill   -> token 0's `ts` (broker, prefill queue, batcher, forward, detokenize)
     deliver   -> the client's first token frame (XADD, the consumer's XREAD, websocket)
-    Also returns the spec's prompt ids (to check the engine-alone run used the same)."""
+    And from the `end` record: engine, the prefill engine's share of the TTFT (waiting for
+    a batch, forward, sampling), and outside_engine = TTFT - engine: the platform's own
+    time, whatever the forward took. Also returns the spec's prompt ids (to check the
+    engine-alone run used the same)."""
     from inference import keys
     from inference.requests import load
     from inference.streams import decode_record
@@ -602,19 +593,22 @@ def stage_times(client, trace: Trace) -> dict:
     spec = load(client, trace.message_id)
     out: dict = {}
     t_enq = spec.enqueued_at if spec else None
-    t_cpu = t_tok0 = None
+    t_cpu = t_tok0 = engine_ms = None
     for entry_id, fields in client.xrange(keys.stream(trace.message_id)):
         rec = decode_record(fields)
         if rec["type"] == "status" and rec.get("state") == "prefilling" and t_cpu is None:
             t_cpu = _entry_ms(entry_id)
         elif rec["type"] == "token" and rec["index"] == 0:
             t_tok0 = float(rec["ts"])
-            break
+        elif rec["type"] == "end":
+            engine_ms = (rec.get("timings") or {}).get("prefill_engine_ms")
     points = [("web", t_enq), ("cpu", t_cpu), ("prefill", t_tok0), ("deliver", trace.t_first)]
     prev = trace.t_send
     for name, t in points:
         out[f"{name}_ms"] = (t - prev) * 1e3 if (t is not None and prev is not None) else None
         prev = t if t is not None else None
+    out["engine_ms"] = engine_ms
+    out["outside_engine_ms"] = trace.ttft_ms - engine_ms if (engine_ms is not None and trace.ttft_ms) else None
     out["prompt_ids"] = spec.prompt_token_ids if spec else None
     return out
 
@@ -627,7 +621,8 @@ def fill_stages(client, traces: Iterable[Trace]) -> None:
 
 def stage_summary(traces: Iterable[Trace]) -> dict:
     ok = [t for t in traces if t.ok and t.stages]
-    return {k: summarize(t.stages.get(f"{k}_ms") for t in ok) for k in ("web", "cpu", "prefill", "deliver")}
+    return {k: summarize(t.stages.get(f"{k}_ms") for t in ok)
+            for k in ("web", "cpu", "prefill", "deliver", "engine", "outside_engine")}
 
 
 class RedisMonitor:
@@ -735,7 +730,7 @@ MONITOR_STAGES = [
     ("web_commit", "web_spec", "cpu_enqueue", "listener key, COMMIT, on_commit: Celery publish"),
     ("cpu_broker", "cpu_enqueue", "cpu_fetched", "Redis broker -> CPU worker"),
     ("cpu_dispatch", "cpu_fetched", "cpu_start", "Celery hands the task to a pool thread"),
-    ("cpu_prompt", "cpu_start", "cpu_spec", "3 DB reads (message, tenant, history), build_prompt"),
+    ("cpu_prompt", "cpu_start", "cpu_spec", "spec + cancel flag (one round trip), build_prompt; no DB reads"),
     ("cpu_publish", "cpu_spec", "cpu_done", "spec, status record, Celery publish to prefill"),
     ("pf_broker", "cpu_done", "pf_fetched", "Redis broker -> prefill worker"),
     ("pf_dispatch", "pf_fetched", "pf_start", "Celery hands the task to a pool thread"),
