@@ -58,6 +58,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--decode-nice", type=int, default=None,
                    help="experiment: run the decode worker alone at this nice value (e.g. 5: the web and "
                         "CPU tiers then take CPU from decode, not from the prefill core)")
+    p.add_argument("--prefill-nice", type=int, default=None,
+                   help="experiment: run the prefill worker alone at this nice value (e.g. -5, needs root: "
+                        "its forwards then preempt the web and CPU tiers that share its core)")
     p.add_argument("--target-ratio", type=float, default=1.5)
     p.add_argument("--conn-max-age", type=int, default=None,
                    help="DB_CONN_MAX_AGE for the platform's processes (default: the settings' default)")
@@ -186,7 +189,7 @@ def main(argv: list[str]) -> None:
                   "requests_per_phase": args.b_requests, "interval_s": args.b_interval},
             "dtype": args.dtype, "prefill_core": args.prefill_core, "decode_core": args.decode_core,
             "decode_slots": args.decode_slots, "db_url": site.db_url, "run_dir": str(site.run_dir),
-            "model_nice": args.model_nice, "decode_nice": args.decode_nice, "isolate_prefill": args.isolate_prefill,
+            "model_nice": args.model_nice, "decode_nice": args.decode_nice, "prefill_nice": args.prefill_nice, "isolate_prefill": args.isolate_prefill,
             "conn_max_age": args.conn_max_age,
         }
         workers = [
@@ -211,6 +214,10 @@ def main(argv: list[str]) -> None:
                 result["reniced_decode"] = {name: common.renice_all_threads(proc.pid, args.decode_nice)
                                             for name, proc in plat.procs.items() if name.startswith("decode")}
                 say(f"decode worker at nice {args.decode_nice}: {result['reniced_decode']} threads")
+            if args.prefill_nice is not None:
+                result["reniced_prefill"] = {name: common.renice_all_threads(proc.pid, args.prefill_nice)
+                                             for name, proc in plat.procs.items() if name.startswith("prefill")}
+                say(f"prefill worker at nice {args.prefill_nice}: {result['reniced_prefill']} threads")
             if args.isolate_prefill:
                 result["isolated"] = common.isolate_core(site, plat, keep=args.prefill_core, move_to=args.decode_core)
             say("warm-up: 2 requests per tenant")
