@@ -4,22 +4,27 @@ up while the previous batch ran, so a burst of prompts becomes a few batched for
 instead of one forward per prompt (and the task threads never share the model).
 
 Who gets into a batch when more is waiting than fits: higher priority first, then the
-groups (tenants) in turn, one request each, oldest first within a group. A tenant that
-floods the worker with prompts therefore fills at most its share of each batch.
+groups (tenants) in turn, one request each, the group that has had the least prefill
+work lately first (prompt tokens, decaying with a half-life of a few seconds), oldest
+first within a group. A tenant that floods the worker fills at most its share of each
+batch.
 
-And a prompt does not wait behind another tenant's forward: forwards run a layer at a
-time (PrefillEngine.prefill_steps), and when a prompt arrives from a group that is not
-in the running forward (at no lower priority), that forward pauses after its current
-layer while the newcomer's batch runs, then resumes. A forward is overtaken at most once,
-so a stream of newcomers cannot starve it; the overtaken batch pays one extra forward.
-On a CPU a ~65-token forward takes ~100 ms, so without this a quiet tenant's time to
-first token doubled whenever its prompt landed during a flooding tenant's forward."""
+And a quiet tenant's prompt does not wait behind a busy tenant's forward: forwards run a
+layer at a time (PrefillEngine.prefill_steps), and when a prompt arrives from a group
+that has had less prefill work lately than every group in the running forward (at no
+lower priority), that forward pauses after its current layer while the newcomer's batch
+runs, then resumes. Only the less-served overtake (a flooding tenant never pauses a
+quiet one's forward), and a forward is overtaken at most once, so it cannot be starved;
+the overtaken batch pays one extra forward. On a CPU a ~65-token forward takes ~100 ms,
+so without this a quiet tenant's time to first token doubled whenever its prompt landed
+during a flooding tenant's forward."""
 
 from __future__ import annotations
 
 import itertools
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Generator
 from concurrent.futures import Future
@@ -29,6 +34,8 @@ from .engine.config import EngineConfig
 from .engine.loader import LoadedModel
 
 log = logging.getLogger(__name__)
+
+USAGE_HALF_LIFE_S = 5.0  # how fast a group's record of prefill work fades
 
 
 class PrefillCancelled(Exception):
@@ -55,15 +62,18 @@ class _Job:
         return max(w.priority for w in self.batch)
 
 
-def pick_batch(waiting: list[_Waiting], max_batch: int) -> list[_Waiting]:
+def pick_batch(waiting: list[_Waiting], max_batch: int, usage: dict | None = None) -> list[_Waiting]:
     """Up to max_batch of `waiting`: by priority, then one per group in turn (the group
-    whose oldest request is oldest goes first), oldest first within a group."""
+    with the least `usage` first, then the one whose oldest request is oldest), oldest
+    first within a group."""
+    usage = usage or {}
     chosen: list[_Waiting] = []
     for prio in sorted({w.priority for w in waiting}, reverse=True):
         groups: dict[object, deque[_Waiting]] = {}
         for w in sorted(x for x in waiting if x.priority == prio):
             groups.setdefault(w.group, deque()).append(w)
-        queues = list(groups.values())  # in order of each group's oldest request
+        # sorted() is stable: equal usage keeps the order of each group's oldest request.
+        queues = sorted(groups.values(), key=lambda q: usage.get(q[0].group, 0.0))
         while queues and len(chosen) < max_batch:
             for q in list(queues):
                 chosen.append(q.popleft())
@@ -76,6 +86,26 @@ def pick_batch(waiting: list[_Waiting], max_batch: int) -> list[_Waiting]:
     return chosen
 
 
+class _Usage:
+    """Prompt tokens prefilled per group lately, each decaying exponentially."""
+
+    def __init__(self, half_life_s: float = USAGE_HALF_LIFE_S):
+        self.half_life_s = half_life_s
+        self._value: dict[object, tuple[float, float]] = {}  # group -> (tokens, as of)
+
+    def now(self) -> dict[object, float]:
+        t = time.monotonic()
+        return {g: v * 0.5 ** ((t - at) / self.half_life_s) for g, (v, at) in self._value.items()}
+
+    def add(self, group: object, tokens: int) -> None:
+        t = time.monotonic()
+        v, at = self._value.get(group, (0.0, t))
+        self._value[group] = (v * 0.5 ** ((t - at) / self.half_life_s) + tokens, t)
+        for g, (v, at) in list(self._value.items()):  # forget groups long quiet
+            if v * 0.5 ** ((t - at) / self.half_life_s) < 1.0:
+                del self._value[g]
+
+
 class PrefillBatcher:
     def __init__(self, model: LoadedModel, config: EngineConfig):
         from .engine.prefill import PrefillEngine
@@ -85,6 +115,7 @@ class PrefillBatcher:
         self.batches = 0
         self._waiting: list[_Waiting] = []
         self._order = itertools.count()
+        self._usage = _Usage()
         self._closed = False
         self._cv = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="prefill-batcher", daemon=True)
@@ -129,16 +160,21 @@ class PrefillBatcher:
                 current = running[-1]
                 if len(running) > 1 or current.overtaken:
                     return None
+                usage = self._usage.now()
                 busy = {w.group for w in current.batch}
-                eligible = [w for w in self._waiting if w.group not in busy and w.priority >= current.priority]
+                least_busy = min(usage.get(g, 0.0) for g in busy)
+                eligible = [w for w in self._waiting if w.group not in busy and w.priority >= current.priority
+                            and usage.get(w.group, 0.0) < least_busy]
                 if not eligible:
                     return None
                 current.overtaken = True
             else:
+                usage = self._usage.now()
                 eligible = self._waiting
-            batch = pick_batch(eligible, self.max_batch)
+            batch = pick_batch(eligible, self.max_batch, usage)
             for w in batch:
                 self._waiting.remove(w)
+                self._usage.add(w.group, len(w.request.token_ids))
         return _Job(batch, self.engine.prefill_steps([w.request for w in batch]))
 
     def _run(self) -> None:

@@ -47,10 +47,16 @@ def test_everything_fits_when_there_is_room():
 
 
 @pytest.fixture(scope="module")
-def batcher(tmp_path_factory):
+def tiny_model(tmp_path_factory):
     model_dir = build_tiny_model(tmp_path_factory.mktemp("batcher") / "tiny", seed=0)
     config = tiny_config(model_dir, prefill_max_batch=4)
-    b = PrefillBatcher(load_model(config), config)
+    return load_model(config), config
+
+
+@pytest.fixture
+def batcher(tiny_model):
+    """A fresh batcher (no record of earlier tests' groups) over the shared tiny model."""
+    b = PrefillBatcher(*tiny_model)
     yield b
     b.shutdown()
 
@@ -138,3 +144,32 @@ def test_another_tenants_prompt_overtakes_a_running_forward_once_and_nothing_cha
         assert res.first_token == alone[rid].first_token  # moves the last float bits)
         torch.testing.assert_close(res.kv.k, alone[rid].kv.k, rtol=1e-4, atol=1e-5)
         torch.testing.assert_close(res.kv.v, alone[rid].kv.v, rtol=1e-4, atol=1e-5)
+
+
+def test_a_busy_tenant_never_pauses_a_quiet_tenants_forward(batcher):
+    for i in range(4):  # "busy" has had prefill work lately
+        batcher.submit(request(f"busy{i}", i + 4), group="busy").result(timeout=60)
+    quiet_running, go_on = threading.Event(), threading.Event()
+    finished: list[str] = []
+
+    def on_step(ids):
+        if ids == ["quiet"] and not quiet_running.is_set():
+            quiet_running.set()
+            assert go_on.wait(10)
+
+    with recording_batches(batcher, on_step) as calls:
+        fq = batcher.submit(request("quiet", 9), group="quiet")
+        fq.add_done_callback(lambda f: finished.append("quiet"))
+        assert quiet_running.wait(30)
+        fb = batcher.submit(request("busy9", 3), group="busy")
+        fb.add_done_callback(lambda f: finished.append("busy"))
+        go_on.set()
+        fq.result(timeout=60), fb.result(timeout=60)
+    assert calls == [["quiet"], ["busy9"]]
+    assert finished == ["quiet", "busy"]
+
+
+def test_the_least_served_tenant_goes_first_in_a_batch():
+    ws = waiting("a a b")
+    assert names(pick_batch(ws, 1, usage={"a": 10.0, "b": 500.0})) == ["a0"]
+    assert names(pick_batch(ws, 1, usage={"a": 500.0, "b": 10.0})) == ["b2"]
