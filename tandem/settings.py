@@ -216,5 +216,10 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 # (no live worker, or all workers saturated).
 TANDEM_QUEUE_TIMEOUT_S = float(os.environ.get("TANDEM_QUEUE_TIMEOUT_S", "120"))
 TANDEM_MAX_CONTEXT = int(os.environ.get("TANDEM_MAX_CONTEXT", "2048"))
+# How old the tenant (quota, allocation, system prompt) a websocket submits with may be.
+# An operator's change reaches sockets already open within this; a message re-reads the
+# tenant only when its socket's copy is older (a read per message would cost the time to
+# first token several ms on a small host). The REST API reads it on every request.
+TANDEM_TENANT_REFRESH_S = float(os.environ.get("TANDEM_TENANT_REFRESH_S", "30"))
 # The model id the OpenAI-compatible API serves (`model` in requests, /v1/models).
 TANDEM_MODEL_ID = os.environ.get("TANDEM_MODEL_ID", Path(TANDEM_MODEL).name or "tandem")

@@ -24,9 +24,8 @@ def tenant_get(*, slug: str) -> Tenant | None:
 
 
 def tenant_for_request(*, tenant_id: int) -> Tenant:
-    """The tenant as serving one request reads it (quota, allocation and its pools) in one
-    query, fresh: an operator's change applies to the tenant's next request, including on
-    a websocket that authenticated before the change."""
+    """The tenant as serving a request reads it (quota, allocation and its pools), in one
+    query: what a long-lived websocket re-reads so that an operator's change reaches it."""
     return Tenant.objects.select_related("quota", "allocation__prefill_pool", "allocation__decode_pool").get(
         pk=tenant_id
     )

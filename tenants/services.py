@@ -117,7 +117,8 @@ def api_key_authenticate(*, plaintext: str, kind: str | None = None) -> ApiKey:
         raise AuthenticationFailed("Missing or malformed API key.")
     digest = keys.hash_key(plaintext)
     api_key = (
-        ApiKey.objects.select_related("tenant", "tenant__quota", "tenant__allocation")
+        ApiKey.objects.select_related("tenant__quota", "tenant__allocation__prefill_pool",
+                                      "tenant__allocation__decode_pool")
         .filter(key_hash=digest)
         .first()
     )

@@ -21,6 +21,7 @@ from inference.redis_client import get_async_redis
 from inference.services import LISTENER_TTL_S
 from inference.validation import InvalidInput
 from tenants.models import ApiKey
+from tenants.selectors import tenant_for_request
 from tenants.services import AuthenticationFailed, api_key_authenticate, origin_allowed
 
 from . import services
@@ -56,18 +57,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_FORBIDDEN)
             return
         self.api_key = api_key
+        self.tenant_read_at = time.monotonic()
         self.visitor_id = (query.get("visitor") or [""])[0][:128]
-
-    async def dispatch(self, message):
-        # Before every handler Channels hops to daphne's sync thread and back to close
-        # stale database connections: 2-10 ms on a frame that arrives after a quiet spell
-        # (measured on the 2-vCPU benchmark machine), on the way to the first token. Frames
-        # skip it: their handlers reach the database only through database_sync_to_async,
-        # which does the same check on the thread that runs each call.
-        if message.get("type") == "websocket.receive":
-            await self.websocket_receive(message)
-            return
-        await super().dispatch(message)
 
     async def disconnect(self, code):
         # A disconnect does not cancel: the client may come back and resume. Requests
@@ -103,6 +94,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if conversation is not None and not isinstance(conversation, str):
             await self._error("invalid_frame", "conversation must be an id or null.")
             return
+        if time.monotonic() - self.tenant_read_at > settings.TANDEM_TENANT_REFRESH_S:
+            # The socket's copy of the tenant is old enough to re-read (see settings).
+            self.api_key.tenant = await database_sync_to_async(tenant_for_request)(tenant_id=self.api_key.tenant_id)
+            self.tenant_read_at = time.monotonic()
         try:
             # Not thread-sensitive: submissions run in the event loop's executor, side by
             # side, instead of queueing behind every other socket's database work on
