@@ -725,7 +725,7 @@ def monitor_timeline(lines: list[tuple[float, str]], trace: Trace) -> dict:
 
 
 MONITOR_STAGES = [
-    ("ingress", "t_send", "admit", "websocket frame -> consumer -> sync thread; route, token estimate, admit"),
+    ("ingress", "t_send", "admit", "websocket frame -> consumer -> executor thread; tenant, route, token estimate, admit"),
     ("web_rows", "admit", "web_spec", "conversation + message rows (in the transaction)"),
     ("web_commit", "web_spec", "cpu_enqueue", "listener key, COMMIT, on_commit: Celery publish"),
     ("cpu_broker", "cpu_enqueue", "cpu_fetched", "Redis broker -> CPU worker"),
