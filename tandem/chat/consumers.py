@@ -94,7 +94,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if conversation is not None and not isinstance(conversation, str):
             await self._error("invalid_frame", "conversation must be an id or null.")
             return
-        if time.monotonic() - self.tenant_read_at > settings.TANDEM_TENANT_REFRESH_S:
+        if time.monotonic() - self.tenant_read_at >= settings.TANDEM_TENANT_REFRESH_S:
             # The socket's copy of the tenant is old enough to re-read (see settings).
             self.api_key.tenant = await database_sync_to_async(tenant_for_request)(tenant_id=self.api_key.tenant_id)
             self.tenant_read_at = time.monotonic()
