@@ -133,16 +133,18 @@ def machine_info() -> dict:
         "python": py_platform.python_version(),
         "torch": torch_version,
         "loadavg_at_start": os.getloadavg(),
-        "git": _git_state(),
+        "git": git_state(),
     }
 
 
-def _git_state() -> dict:
+def git_state(directory: Path = BASE_DIR) -> dict:
+    """The checkout's commit and its modified files."""
     def git(*args):
-        return subprocess.run(["git", *args], cwd=BASE_DIR, capture_output=True, text=True, timeout=10).stdout.strip()
+        return subprocess.run(["git", *args], cwd=directory, capture_output=True, text=True, timeout=10).stdout
 
     try:
-        return {"commit": git("rev-parse", "--short", "HEAD"),
+        # Not stripped: a porcelain line starts with its two status columns (" M path").
+        return {"commit": git("rev-parse", "--short", "HEAD").strip(),
                 "dirty_files": [ln[3:] for ln in git("status", "--porcelain").splitlines() if ln[:2] != "??"]}
     except (OSError, subprocess.SubprocessError):
         return {}

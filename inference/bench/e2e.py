@@ -63,6 +63,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--kv-url", default=None,
                    help="TANDEM_KV_URL for the model workers, e.g. shm:///dev/shm/tandem-bench-kv "
                         "(default: the settings' default, Redis)")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="an environment variable for the platform's processes (repeatable), e.g. "
+                        "TANDEM_TENANT_REFRESH_S=30")
     p.add_argument("--out", default="var/bench/e2e.json")
     return p.parse_args(argv)
 
@@ -74,6 +77,7 @@ def platform_env(args) -> dict:
         env["DB_CONN_MAX_AGE"] = str(args.conn_max_age)
     if args.kv_url:
         env["TANDEM_KV_URL"] = args.kv_url
+    env.update(item.split("=", 1) for item in args.env)
     return env
 
 
