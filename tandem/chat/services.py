@@ -17,7 +17,7 @@ from inference.tokens import estimate_prompt_tokens
 from inference.validation import InvalidInput, clean_user_text
 from tenants import quotas
 from tenants.models import ApiKey, Tenant
-from tenants.selectors import scope_to_tenant
+from tenants.selectors import scope_to_tenant, tenant_for_request
 
 from .models import Conversation, Message
 
@@ -114,16 +114,21 @@ def chat_submit(
     channel: str = Conversation.Channel.WIDGET,
     visitor_id: str = "",
     sampling: Sampling | None = None,
+    reread_tenant: bool = False,
 ) -> Submission:
     """Append `messages` (the last one from the user) to a conversation, create the
-    queued assistant message and enqueue the request. Raises InvalidInput or NotFound."""
+    queued assistant message and enqueue the request. Raises InvalidInput or NotFound.
+
+    `reread_tenant`: read the key's tenant again first (a websocket's copy may be old);
+    `api_key` then carries the fresh one."""
     if not messages or messages[-1][0] != Message.Role.USER:
         raise InvalidInput("The last message must be from the user.", param="messages")
     cleaned = [(role, clean_user_text(text)) for role, text in messages]
-    # The key's tenant with its quota, allocation and pools, as the caller loaded them:
-    # the REST API authenticates every request; a websocket re-reads them once its copy
-    # is older than settings.TANDEM_TENANT_REFRESH_S (a read on every message cost the
-    # time to first token 6-9 ms on the 2-vCPU benchmark machine).
+    # The key's tenant with its quota, allocation and pools: as the REST API loaded it for
+    # this request, or re-read for a websocket whose copy is older than
+    # settings.TANDEM_TENANT_REFRESH_S (0 by default: every message).
+    if reread_tenant:
+        api_key.tenant = tenant_for_request(tenant_id=api_key.tenant_id)
     tenant = api_key.tenant
     quota = tenant.quota
     sampling = sampling or Sampling(max_tokens=quota.max_output_tokens)
