@@ -2,5 +2,4 @@
 
     python -m inference.bench engine   # the engine alone: HF generate, generate_batch, Tandem
     python -m inference.bench e2e      # the running platform over websockets vs the engine
-    python -m inference.bench pair --other DIR   # this checkout's platform vs another's, request by request
 """

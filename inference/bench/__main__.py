@@ -1,8 +1,7 @@
 import importlib
 import sys
 
-SUITES = {"engine": "inference.bench.engine", "e2e": "inference.bench.e2e", "fairness": "inference.bench.fairness",
-          "pair": "inference.bench.pair"}
+SUITES = {"engine": "inference.bench.engine", "e2e": "inference.bench.e2e", "fairness": "inference.bench.fairness"}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in SUITES:
