@@ -95,15 +95,18 @@ class _Usage:
 
     def now(self) -> dict[object, float]:
         t = time.monotonic()
-        return {g: v * 0.5 ** ((t - at) / self.half_life_s) for g, (v, at) in self._value.items()}
+        return {g: self._decayed(g, t) for g in self._value}
 
     def add(self, group: object, tokens: int) -> None:
         t = time.monotonic()
-        v, at = self._value.get(group, (0.0, t))
-        self._value[group] = (v * 0.5 ** ((t - at) / self.half_life_s) + tokens, t)
-        for g, (v, at) in list(self._value.items()):  # forget groups long quiet
-            if v * 0.5 ** ((t - at) / self.half_life_s) < 1.0:
+        self._value[group] = (self._decayed(group, t) + tokens, t)
+        for g in list(self._value):  # forget groups long quiet
+            if self._decayed(g, t) < 1.0:
                 del self._value[g]
+
+    def _decayed(self, group: object, t: float) -> float:
+        v, at = self._value.get(group, (0.0, t))
+        return v * 0.5 ** ((t - at) / self.half_life_s)
 
 
 class PrefillBatcher:
@@ -156,11 +159,11 @@ class PrefillBatcher:
                 self._cv.wait()
             if self._closed or not self._waiting:
                 return None
+            if running and (len(running) > 1 or running[-1].overtaken):
+                return None
+            usage = self._usage.now()
             if running:
                 current = running[-1]
-                if len(running) > 1 or current.overtaken:
-                    return None
-                usage = self._usage.now()
                 busy = {w.group for w in current.batch}
                 least_busy = min(usage.get(g, 0.0) for g in busy)
                 eligible = [w for w in self._waiting if w.group not in busy and w.priority >= current.priority
@@ -169,7 +172,6 @@ class PrefillBatcher:
                     return None
                 current.overtaken = True
             else:
-                usage = self._usage.now()
                 eligible = self._waiting
             batch = pick_batch(eligible, self.max_batch, usage)
             for w in batch:

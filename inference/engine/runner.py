@@ -31,8 +31,8 @@ from .sampling import sample_tokens
 from .sequence import Sequence
 
 _MIN_CAPACITY = 128
-_IDLE_STEPS_BEFORE_FREE = 512
-_SOON_STEPS = 32  # a sequence this close to its class's end will move soon  # steps an empty class keeps its cache (bursts come back)
+_IDLE_STEPS_BEFORE_FREE = 512  # steps an empty class keeps its cache (bursts come back)
+_SOON_STEPS = 32  # a sequence this close to its class's end will move soon
 
 
 def capacity_class(positions: int, max_context: int) -> int:
@@ -153,17 +153,19 @@ class BatchRunner:
         classes that stayed empty for a while."""
         for c in list(self.classes.values()):
             outgrown = [row for row, seq in enumerate(c.seqs) if seq.kv_len + 1 > c.capacity]
-            for row in reversed(outgrown):
+            if not outgrown:
+                continue
+            # Sequences of similar length cross a boundary within a few steps of each
+            # other: the class above is sized for those about to follow.
+            soon = sum(1 for s in c.seqs if s.kv_len + _SOON_STEPS > c.capacity)
+            for moved, row in enumerate(reversed(outgrown)):
                 seq = c.seqs[row]
                 if seq.kv_len + 1 > self.max_context:
                     raise RuntimeError(
                         f"sequence of {seq.kv_len + 1} positions exceeds max_context"
                     )
-                # Sequences of similar length cross a boundary within a few steps of each
-                # other: the class above is sized for those about to follow.
-                soon = sum(1 for s in c.seqs if s.kv_len + _SOON_STEPS > c.capacity)
                 dest = self._class_for(seq.kv_len + 1)
-                dest.add(seq, c.cache[:, row, :, : seq.kv_len], self.max_batch, expected=soon)
+                dest.add(seq, c.cache[:, row, :, : seq.kv_len], self.max_batch, expected=soon - moved)
                 c.remove(row)
         for cap, c in list(self.classes.items()):
             if c.seqs:
