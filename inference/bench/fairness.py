@@ -206,18 +206,14 @@ def main(argv: list[str]) -> None:
         prompts = Counter(0)
         with common.platform_up(site, workers, extra_env=env) as plat:
             client = redis.Redis.from_url(site.redis_url)
-            if args.model_nice is not None:
-                result["reniced"] = {name: common.renice_all_threads(proc.pid, args.model_nice)
-                                     for name, proc in plat.procs.items() if name.startswith(("prefill", "decode"))}
-                say(f"model workers at nice {args.model_nice}: {result['reniced']} threads")
-            if args.decode_nice is not None:
-                result["reniced_decode"] = {name: common.renice_all_threads(proc.pid, args.decode_nice)
-                                            for name, proc in plat.procs.items() if name.startswith("decode")}
-                say(f"decode worker at nice {args.decode_nice}: {result['reniced_decode']} threads")
-            if args.prefill_nice is not None:
-                result["reniced_prefill"] = {name: common.renice_all_threads(proc.pid, args.prefill_nice)
-                                             for name, proc in plat.procs.items() if name.startswith("prefill")}
-                say(f"prefill worker at nice {args.prefill_nice}: {result['reniced_prefill']} threads")
+            # The nice experiments: (option value, which workers, key in the result JSON).
+            for nice, prefixes, key in ((args.model_nice, ("prefill", "decode"), "reniced"),
+                                        (args.decode_nice, ("decode",), "reniced_decode"),
+                                        (args.prefill_nice, ("prefill",), "reniced_prefill")):
+                if nice is not None:
+                    result[key] = {name: common.renice_all_threads(proc.pid, nice)
+                                   for name, proc in plat.procs.items() if name.startswith(prefixes)}
+                    say(f"{' and '.join(prefixes)} worker(s) at nice {nice}: {result[key]} threads")
             if args.isolate_prefill:
                 result["isolated"] = common.isolate_core(site, plat, keep=args.prefill_core, move_to=args.decode_core)
             say("warm-up: 2 requests per tenant")
