@@ -21,6 +21,7 @@ import math
 import os
 import platform as py_platform
 import re
+import signal
 import socket
 import statistics
 import subprocess
@@ -46,6 +47,16 @@ _T0 = time.monotonic()
 def say(msg: str) -> None:
     """A progress line on stderr, with the seconds since the benchmark started."""
     print(f"[{time.monotonic() - _T0:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def concrete_dtype(name: str) -> str:
+    """The dtype a benchmark runs in: "auto" resolves as the workers resolve it (bf16 on a
+    CPU with native bf16 units, else float32), so the report names what really ran."""
+    if name != "auto":
+        return name
+    from inference.engine.config import EngineConfig
+
+    return str(EngineConfig(model="", device="cpu").resolve_dtype()).removeprefix("torch.")
 
 
 def percentile(values: Sequence[float], p: float) -> float | None:
@@ -169,10 +180,16 @@ def busy_processes(threshold_pct: float = 20.0) -> list[str]:
 # -- a throwaway platform -----------------------------------------------------------------
 
 
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def start_run(name: str, argv: list[str]) -> dict:
     """What every platform benchmark does first: record the machine and whatever else is
     using the CPU (and warn about it), make sure the model is prepared, and start the
-    result document."""
+    result document. A SIGTERM (a `kill`, a timeout) unwinds like Ctrl-C, so the
+    platform's processes and the throwaway Redis and database are stopped, not orphaned."""
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     machine = machine_info()
     busy = busy_processes()
     say(f"machine: {machine['cpu_model']}, {machine['cpus']} cpus, load {machine['loadavg_at_start']}")

@@ -45,7 +45,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="seconds of pause before each side's turn in a round (default 0.5)")
     p.add_argument("--warmup", type=int, default=2, help="unmeasured requests before the first level (each side)")
     p.add_argument("--max-output-tokens", type=int, default=64)
-    p.add_argument("--dtype", default="bfloat16")
+    p.add_argument("--dtype", default="auto", help="auto: bfloat16 where the CPU has native bf16 units, else float32")
     p.add_argument("--prefill-core", type=int, default=0)
     p.add_argument("--decode-core", type=int, default=1)
     p.add_argument("--decode-slots", type=int, default=64, help="the decode engine's batch slots (TANDEM_MAX_BATCH)")
@@ -67,7 +67,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="an environment variable for the platform's processes (repeatable), e.g. "
                         "TANDEM_TENANT_REFRESH_S=30")
     p.add_argument("--out", default="var/bench/e2e.json")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    args.dtype = common.concrete_dtype(args.dtype)
+    return args
 
 
 def platform_env(args) -> dict:

@@ -45,7 +45,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import MODEL_DIR, busy_processes, machine_info, percentile, say, table, write_json
+from .common import (
+    MODEL_DIR,
+    busy_processes,
+    concrete_dtype,
+    machine_info,
+    percentile,
+    say,
+    table,
+    write_json,
+)
 
 SYSTEMS = ("hf_generate", "hf_generate_fp32", "generate_batch", "colocated", "colocated_chunked", "disaggregated")
 TANDEM = ("colocated", "colocated_chunked", "disaggregated")
@@ -900,7 +909,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help=f"comma-separated subset of {','.join(WORKLOADS)}")
     p.add_argument("--out", default="var/bench/engine.json", help="JSON results (default var/bench/engine.json)")
     p.add_argument("--model", default=str(MODEL_DIR))
-    p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
+    p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float32"],
+                   help="auto: bfloat16 where the CPU has native bf16 units, else float32")
     p.add_argument("--output-tokens", type=int, default=64, help="per stream, single/streams workloads")
     p.add_argument("--single-requests", type=int, default=3, help="Tandem single-stream requests (sequential)")
     p.add_argument("--hf-requests", type=int, default=4, help="HF generate requests measured (sequential)")
@@ -922,6 +932,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--prefix-cache-tokens", type=int, default=0,
                    help="Tandem prefix cache size (default 0 = off: every prompt computed in full, like HF)")
     args = p.parse_args(argv)
+    args.dtype = concrete_dtype(args.dtype)
     args.systems = [s for s in args.systems.split(",") if s]
     args.workloads = [w for w in args.workloads.split(",") if w]
     for s in args.systems:

@@ -42,7 +42,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--a-max-output-tokens", type=int, default=64)
     p.add_argument("--a-streams", type=int, default=8, help="A's max_concurrent_streams")
     p.add_argument("--a-decode-slots", type=int, default=4, help="A's allocation max_decode_slots")
-    p.add_argument("--dtype", default="bfloat16")
+    p.add_argument("--dtype", default="auto", help="auto: bfloat16 where the CPU has native bf16 units, else float32")
     p.add_argument("--prefill-core", type=int, default=0)
     p.add_argument("--decode-core", type=int, default=1)
     p.add_argument("--decode-slots", type=int, default=64, help="the decode engine's batch slots (TANDEM_MAX_BATCH)")
@@ -69,7 +69,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="use this database (default: a new SQLite file under var/bench/); 'postgres' makes a "
                         "throwaway database on 127.0.0.1:5432")
     p.add_argument("--out", default="var/bench/fairness.json")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    args.dtype = common.concrete_dtype(args.dtype)
+    return args
 
 
 def paced_requests(ws_url: str, key: str, *, n: int, interval: float, next_prompt, tenant: str,
