@@ -216,6 +216,7 @@ class BenchSite:
     redis_url: str
     db_url: str
     log_dir: Path
+    model_dir: Path = MODEL_DIR
     _redis_proc: subprocess.Popen | None = None
 
     def stop(self) -> None:
@@ -232,12 +233,12 @@ POSTGRES_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 
 
 @contextmanager
-def bench_site(name: str, *, redis_url: str | None = None, db_url: str | None = None):
+def bench_site(name: str, *, redis_url: str | None = None, db_url: str | None = None, model_dir: Path = MODEL_DIR):
     """Set up, before Django is imported: a Redis server of this run's own (unless
     `redis_url`; a shared one would let other sessions' workers take this run's tasks),
     a fresh SQLite file under var/bench/ (unless `db_url`; `db_url="postgres"` makes a
-    throwaway PostgreSQL database on 127.0.0.1:5432 and drops it at the end), then
-    django.setup() and migrate. Yields a BenchSite; stops what it started."""
+    throwaway PostgreSQL database on 127.0.0.1:5432 and drops it at the end), the model
+    every process loads (`model_dir`), then django.setup() and migrate. Yields a BenchSite; stops what it started."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run_dir = BENCH_DIR / f"{name}-{stamp}-{os.getpid()}"
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -255,11 +256,11 @@ def bench_site(name: str, *, redis_url: str | None = None, db_url: str | None = 
         db_url = POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + "/" + throwaway_pg
     db_url = db_url or f"sqlite:///{run_dir / 'bench.sqlite3'}"
     site = BenchSite(name=name, run_dir=run_dir, redis_url=redis_url, db_url=db_url,
-                     log_dir=run_dir / "logs", _redis_proc=proc)
+                     log_dir=run_dir / "logs", model_dir=Path(model_dir), _redis_proc=proc)
     os.environ["REDIS_URL"] = redis_url
     os.environ["DATABASE_URL"] = db_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tandem.settings")
-    os.environ.setdefault("TANDEM_MODEL", str(MODEL_DIR))
+    os.environ["TANDEM_MODEL"] = str(model_dir)
     try:
         import django
 
@@ -324,7 +325,7 @@ def platform_up(site: BenchSite, workers: list[tuple[str, str, dict]], *, extra_
 
     say(f"starting daphne + {', '.join(f'{r}.{p}' for r, p, _ in workers)} (logs: {site.log_dir})")
     t = time.monotonic()
-    with processes.running_platform(db_url=site.db_url, model_dir=str(MODEL_DIR), workers=workers,
+    with processes.running_platform(db_url=site.db_url, model_dir=str(site.model_dir), workers=workers,
                                     extra_env=extra_env, log_dir=site.log_dir) as p:
         say(f"platform up in {time.monotonic() - t:.1f}s at {p.ws_url}")
         yield p

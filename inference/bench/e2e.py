@@ -45,6 +45,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="seconds of pause before each side's turn in a round (default 0.5)")
     p.add_argument("--warmup", type=int, default=2, help="unmeasured requests before the first level (each side)")
     p.add_argument("--max-output-tokens", type=int, default=64)
+    p.add_argument("--model", choices=["real", "tiny"], default="real",
+                   help="tiny: a 2-layer random-weight model whose forwards take a few ms, for iterating on the "
+                        "platform's own time (its TTFT comparison with the engine alone means little)")
     p.add_argument("--dtype", default="auto", help="auto: bfloat16 where the CPU has native bf16 units, else float32")
     p.add_argument("--prefill-core", type=int, default=0)
     p.add_argument("--decode-core", type=int, default=1)
@@ -98,7 +101,7 @@ class EngineAlone:
     together share a forward) on one core, a DecodeEngine (continuous batching) on
     another, the prompt's KV handed over in memory instead of through the KV store."""
 
-    def __init__(self, *, dtype: str, prefill_core: int, decode_core: int, decode_slots: int, max_context: int):
+    def __init__(self, *, model_dir, dtype: str, prefill_core: int, decode_core: int, decode_slots: int, max_context: int):
         from inference.engine.config import EngineConfig
         from inference.engine.decode import DecodeEngine
         from inference.engine.loader import load_model
@@ -106,7 +109,7 @@ class EngineAlone:
 
         # One torch thread, as the workers run (TANDEM_THREADS=1): each engine thread then
         # computes on itself, so pinning the thread pins its compute.
-        self.config = EngineConfig(model=str(common.MODEL_DIR), dtype=dtype, num_threads=1, cpu_affinity=None,
+        self.config = EngineConfig(model=str(model_dir), dtype=dtype, num_threads=1, cpu_affinity=None,
                                    max_batch=decode_slots, max_context=max_context)
         self.model = load_model(self.config)
         self.batcher = PrefillBatcher(self.model, self.config)
@@ -225,7 +228,13 @@ def main(argv: list[str]) -> None:
     levels = [int(x) for x in args.clients.split(",") if x.strip()]
     result = common.start_run("e2e", argv)
 
-    with common.bench_site("e2e", redis_url=args.redis_url, db_url=args.db_url) as site:
+    model_dir = common.MODEL_DIR
+    if args.model == "tiny":
+        from inference.engine.tiny import build_tiny_model
+
+        model_dir = build_tiny_model(common.BASE_DIR / "var" / "models" / "tiny-bench")
+        say(f"model: the tiny random-weight model ({model_dir}): the platform's own time only")
+    with common.bench_site("e2e", redis_url=args.redis_url, db_url=args.db_url, model_dir=model_dir) as site:
         import redis
         from django.conf import settings
 
@@ -248,7 +257,7 @@ def main(argv: list[str]) -> None:
         say(f"prompts: {min(lengths)}-{max(lengths)} tokens with the system prompt; "
             f"{args.max_output_tokens} output tokens max")
         result["config"] = {
-            "levels": levels, "max_output_tokens": args.max_output_tokens, "dtype": args.dtype,
+            "levels": levels, "model": str(site.model_dir), "max_output_tokens": args.max_output_tokens, "dtype": args.dtype,
             "prefill_core": args.prefill_core, "decode_core": args.decode_core, "decode_slots": args.decode_slots,
             "prompt_tokens": {"min": min(lengths), "max": max(lengths)}, "db_url": site.db_url,
             "redis_url": site.redis_url, "run_dir": str(site.run_dir),
@@ -257,7 +266,7 @@ def main(argv: list[str]) -> None:
 
         say(f"loading the engine in-process ({args.dtype}, prefill on core {args.prefill_core}, "
             f"decode on core {args.decode_core})")
-        engine = EngineAlone(dtype=args.dtype, prefill_core=args.prefill_core, decode_core=args.decode_core,
+        engine = EngineAlone(model_dir=site.model_dir, dtype=args.dtype, prefill_core=args.prefill_core, decode_core=args.decode_core,
                              decode_slots=args.decode_slots, max_context=max_context)
         salt = f"tenant:{tenant.tenant_id}"  # what the CPU tier sets: same prefix-cache namespace
         model_env = dict(dtype=args.dtype)
