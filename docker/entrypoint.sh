@@ -94,7 +94,11 @@ worker() {
     local queue="$role.$POOL"
     if [ "$role" = "cpu" ]; then queue="cpu"; fi  # one CPU queue serves every pool
     ensure_model  # the CPU tier needs the tokenizer, the model tiers the weights
-    become python -m celery -A tandem worker -Q "$queue" -P threads -c "$slots" -n "$role.$POOL@%h" \
+    # One slot runs tasks in the main thread (the CPU tier's default: it scales by
+    # replicas); model workers need a thread per task (inference/workers.py).
+    local pool_args=(-P threads -c "$slots")
+    if [ "$slots" = "1" ]; then pool_args=(-P solo); fi
+    become python -m celery -A tandem worker -Q "$queue" "${pool_args[@]}" -n "$role.$POOL@%h" \
         --without-gossip --without-mingle -l "${LOG_LEVEL:-INFO}"
 }
 
@@ -161,7 +165,7 @@ case "$cmd" in
         become python -m daphne -b 0.0.0.0 -p 8000 --proxy-headers tandem.asgi:application
         ;;
     cpu-worker)
-        worker cpu "${TANDEM_WORKER_CONCURRENCY:-4}"
+        worker cpu "${TANDEM_WORKER_CONCURRENCY:-1}"
         ;;
     prefill-worker)
         worker prefill "${TANDEM_WORKER_CONCURRENCY:-${TANDEM_PREFILL_MAX_BATCH:-8}}"

@@ -216,11 +216,11 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 # (no live worker, or all workers saturated).
 TANDEM_QUEUE_TIMEOUT_S = float(os.environ.get("TANDEM_QUEUE_TIMEOUT_S", "120"))
 TANDEM_MAX_CONTEXT = int(os.environ.get("TANDEM_MAX_CONTEXT", "2048"))
-# How old the tenant (quota, allocation, system prompt) a websocket submits with may be.
-# 0 (the default): every message re-reads it, so an operator's change applies to the
-# tenant's next request, as the console promises. A deployment that prefers a few ms of
-# time to first token (a read per message cost 6-9 ms on the 2-vCPU benchmark machine)
-# may let open sockets lag by up to this many seconds. The REST API always reads it.
-TANDEM_TENANT_REFRESH_S = float(os.environ.get("TANDEM_TENANT_REFRESH_S", "0"))
+# An open websocket keeps the key and tenant (quota, allocation, system prompt) it read
+# and re-reads them when tenants.changes counts a change (any save through the ORM: the
+# console, the admin, the services), so an operator's change applies to the next
+# message. This is the most its copy may age when nothing was counted (a change by raw
+# SQL or QuerySet.update()); 0 re-reads for every message. The REST API always reads.
+TANDEM_TENANT_REFRESH_S = float(os.environ.get("TANDEM_TENANT_REFRESH_S", "60"))
 # The model id the OpenAI-compatible API serves (`model` in requests, /v1/models).
 TANDEM_MODEL_ID = os.environ.get("TANDEM_MODEL_ID", Path(TANDEM_MODEL).name or "tandem")

@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class TenantsConfig(AppConfig):
     name = "tenants"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from . import changes
+
+        changes.connect_signals()

@@ -23,14 +23,6 @@ def tenant_get(*, slug: str) -> Tenant | None:
     return Tenant.objects.filter(slug=slug).first()
 
 
-def tenant_for_request(*, tenant_id: int) -> Tenant:
-    """The tenant as serving a request reads it (quota, allocation and its pools), in one
-    query: what a long-lived websocket re-reads so that an operator's change reaches it."""
-    return Tenant.objects.select_related("quota", "allocation__prefill_pool", "allocation__decode_pool").get(
-        pk=tenant_id
-    )
-
-
 def tenant_list() -> QuerySet:
     return Tenant.objects.select_related("quota", "allocation").order_by("slug")
 

@@ -107,6 +107,10 @@ def tenant_rotate_secret_key(*, tenant: Tenant) -> IssuedKey:
     return api_key_create(tenant=tenant, kind=ApiKey.Kind.SECRET, name="rotated")
 
 
+# What serving a request reads with its key: the tenant, its quota, allocation and pools.
+_SERVING = ("tenant__quota", "tenant__allocation__prefill_pool", "tenant__allocation__decode_pool")
+
+
 def api_key_authenticate(*, plaintext: str, kind: str | None = None) -> ApiKey:
     """Return the live key for `plaintext`, or raise AuthenticationFailed.
 
@@ -116,20 +120,10 @@ def api_key_authenticate(*, plaintext: str, kind: str | None = None) -> ApiKey:
     if not plaintext or not isinstance(plaintext, str) or len(plaintext) > 200:
         raise AuthenticationFailed("Missing or malformed API key.")
     digest = keys.hash_key(plaintext)
-    api_key = (
-        ApiKey.objects.select_related("tenant__quota", "tenant__allocation__prefill_pool",
-                                      "tenant__allocation__decode_pool")
-        .filter(key_hash=digest)
-        .first()
-    )
+    api_key = ApiKey.objects.select_related(*_SERVING).filter(key_hash=digest).first()
     if api_key is None or not hmac.compare_digest(api_key.key_hash, digest):
         raise AuthenticationFailed("Incorrect API key provided.")
-    if api_key.revoked_at is not None:
-        raise AuthenticationFailed("This API key has been revoked.", code="revoked_api_key")
-    if not api_key.tenant.is_active:
-        raise AuthenticationFailed("This tenant is inactive.", code="tenant_inactive")
-    if kind is not None and api_key.kind != kind:
-        raise AuthenticationFailed(f"A {kind} key is required here.", code="wrong_key_kind")
+    _check_usable(api_key, kind=kind)
     # Touch last_used_at at most once a minute: a write per request would make the key
     # row the hottest row in the database.
     now = timezone.now()
@@ -137,6 +131,26 @@ def api_key_authenticate(*, plaintext: str, kind: str | None = None) -> ApiKey:
         ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
         api_key.last_used_at = now
     return api_key
+
+
+def api_key_refresh(*, api_key: ApiKey) -> ApiKey:
+    """The key read again with its tenant, for a connection that has held it a while
+    (a websocket): an operator's change to the quota or allocation applies, and a key
+    revoked (or a tenant deactivated) since stops working. Raises AuthenticationFailed."""
+    fresh = ApiKey.objects.select_related(*_SERVING).filter(pk=api_key.pk).first()
+    if fresh is None:
+        raise AuthenticationFailed("This API key no longer exists.", code="revoked_api_key")
+    _check_usable(fresh, kind=api_key.kind)
+    return fresh
+
+
+def _check_usable(api_key: ApiKey, *, kind: str | None) -> None:
+    if api_key.revoked_at is not None:
+        raise AuthenticationFailed("This API key has been revoked.", code="revoked_api_key")
+    if not api_key.tenant.is_active:
+        raise AuthenticationFailed("This tenant is inactive.", code="tenant_inactive")
+    if kind is not None and api_key.kind != kind:
+        raise AuthenticationFailed(f"A {kind} key is required here.", code="wrong_key_kind")
 
 
 def origin_allowed(*, api_key: ApiKey, origin: str | None) -> bool:

@@ -28,7 +28,7 @@ def platform(django_db_setup, django_db_blocker, model_dir):
 
     common = {"TANDEM_DTYPE": "float32", "TANDEM_THREADS": "1"}
     workers = [
-        ("cpu", "shared", {"CONCURRENCY": "2"}),
+        ("cpu", "shared", {"CONCURRENCY": "1"}),
         ("prefill", "shared", {**common, "CONCURRENCY": "4", "TANDEM_CPU_AFFINITY": "0"}),
         ("decode", "shared", {**common, "CONCURRENCY": str(DECODE_SLOTS * 2),
                               "TANDEM_MAX_BATCH": str(DECODE_SLOTS), "TANDEM_CPU_AFFINITY": "1"}),

@@ -112,7 +112,8 @@ def test_the_entrypoint_starts_each_worker_service_on_its_queue_exactly_as_the_c
     argv = exec_line(dry_run(*SERVICES[name]["command"], env=env))
     queue = argv[argv.index("-Q") + 1]
     assert queue == ("cpu" if role == "cpu" else f"{role}.shared")
-    slots = int(argv[argv.index("-c") + 1])
+    slots = int(argv[argv.index("-c") + 1]) if "-c" in argv else 1
+    assert (argv[argv.index("-P") + 1] == "solo") == (slots == 1)
     # Same argv as inference.workers.worker_argv (what `make run` starts), bar the interpreter.
     assert argv[1:] == worker_argv(role, env.get("TANDEM_POOL", "shared"), concurrency=slots)[1:]
 

@@ -271,7 +271,7 @@ def main(argv: list[str]) -> None:
         salt = f"tenant:{tenant.tenant_id}"  # what the CPU tier sets: same prefix-cache namespace
         model_env = dict(dtype=args.dtype)
         workers = [
-            ("cpu", "shared", {"CONCURRENCY": "2"}),
+            ("cpu", "shared", {"CONCURRENCY": "1"}),
             ("prefill", "shared", common.model_worker_env(core=args.prefill_core, concurrency=8, **model_env)),
             ("decode", "shared", common.model_worker_env(core=args.decode_core, concurrency=args.decode_slots,
                                                          TANDEM_MAX_BATCH=args.decode_slots, **model_env)),

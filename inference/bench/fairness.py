@@ -195,7 +195,7 @@ def main(argv: list[str]) -> None:
             "conn_max_age": args.conn_max_age,
         }
         workers = [
-            ("cpu", "shared", {"CONCURRENCY": "2"}),
+            ("cpu", "shared", {"CONCURRENCY": "1"}),
             ("prefill", "shared", common.model_worker_env(core=args.prefill_core, dtype=args.dtype, concurrency=8)),
             ("decode", "shared", common.model_worker_env(core=args.decode_core, dtype=args.dtype,
                                                          concurrency=args.decode_slots,

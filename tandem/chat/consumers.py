@@ -20,6 +20,7 @@ from inference import streams
 from inference.redis_client import get_async_redis
 from inference.services import LISTENER_TTL_S
 from inference.validation import InvalidInput
+from tenants import changes
 from tenants.models import ApiKey
 from tenants.services import AuthenticationFailed, api_key_authenticate, origin_allowed
 
@@ -43,6 +44,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         headers = dict(self.scope.get("headers", []))
         origin = headers.get(b"origin", b"").decode() or None
         await self.accept()
+        # The change counter before the read: a change that commits after it is noticed.
+        version = await changes.aversion(self.redis)
         try:
             api_key = await database_sync_to_async(api_key_authenticate)(
                 plaintext=(query.get("key") or [""])[0], kind=ApiKey.Kind.WIDGET
@@ -56,7 +59,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_FORBIDDEN)
             return
         self.api_key = api_key
-        self.tenant_read_at = time.monotonic()
+        self.key_version, self.key_read_at = version, time.monotonic()
         self.visitor_id = (query.get("visitor") or [""])[0][:128]
 
     async def disconnect(self, code):
@@ -93,9 +96,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if conversation is not None and not isinstance(conversation, str):
             await self._error("invalid_frame", "conversation must be an id or null.")
             return
-        # Re-read the tenant once the socket's copy is old enough (see settings), in the
-        # submission's own call: a separate hop to a thread costs more than the read.
-        reread = time.monotonic() - self.tenant_read_at >= settings.TANDEM_TENANT_REFRESH_S
+        # The socket keeps its key and tenant until tenants.changes counts a change (or
+        # the copy reaches its maximum age); then the submission's own call re-reads them:
+        # a separate hop to a thread would cost more than the read.
+        version = await changes.aversion(self.redis)
+        refresh = (version != self.key_version
+                   or time.monotonic() - self.key_read_at >= settings.TANDEM_TENANT_REFRESH_S)
         try:
             # Not thread-sensitive: submissions run in the event loop's executor, side by
             # side, instead of queueing behind every other socket's database work on
@@ -105,8 +111,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
             sub = await database_sync_to_async(services.chat_submit, thread_sensitive=False)(
                 api_key=self.api_key, messages=[("user", frame.get("text"))],
                 conversation_id=conversation, channel=Conversation.Channel.WIDGET,
-                visitor_id=self.visitor_id, reread_tenant=reread,
+                visitor_id=self.visitor_id, refresh_key=refresh,
             )
+        except AuthenticationFailed as exc:  # revoked (or its tenant deactivated) since connect
+            await self._error(exc.code, str(exc))
+            await self.close(code=CLOSE_UNAUTHORIZED)
+            self.api_key = None
+            return
         except InvalidInput as exc:
             await self._error(exc.code, str(exc))
             return
@@ -118,8 +129,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except services.NotFound as exc:
             await self._error(exc.code, str(exc))
             return
-        if reread:
-            self.tenant_read_at = time.monotonic()
+        if refresh:
+            self.api_key = sub.api_key
+            self.key_version, self.key_read_at = version, time.monotonic()
         request_id = str(sub.assistant_message.pk)
         await self._send({"type": "conversation", "id": str(sub.conversation.pk)})
         await self._send({"type": "start", "message": request_id})

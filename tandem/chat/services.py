@@ -17,7 +17,8 @@ from inference.tokens import estimate_prompt_tokens
 from inference.validation import InvalidInput, clean_user_text
 from tenants import quotas
 from tenants.models import ApiKey, Tenant
-from tenants.selectors import scope_to_tenant, tenant_for_request
+from tenants.selectors import scope_to_tenant
+from tenants.services import api_key_refresh
 
 from .models import Conversation, Message
 
@@ -58,6 +59,7 @@ def _refusal_text(adm: quotas.Admission) -> str:
 
 @dataclass(frozen=True)
 class Submission:
+    api_key: ApiKey  # the key as this submission read it (refreshed when asked to)
     conversation: Conversation
     assistant_message: Message
     route: Route
@@ -114,21 +116,22 @@ def chat_submit(
     channel: str = Conversation.Channel.WIDGET,
     visitor_id: str = "",
     sampling: Sampling | None = None,
-    reread_tenant: bool = False,
+    refresh_key: bool = False,
 ) -> Submission:
     """Append `messages` (the last one from the user) to a conversation, create the
-    queued assistant message and enqueue the request. Raises InvalidInput or NotFound.
+    queued assistant message and enqueue the request. Raises InvalidInput, NotFound,
+    QuotaRefused, or AuthenticationFailed (only with `refresh_key`).
 
-    `reread_tenant`: read the key's tenant again first (a websocket's copy may be old);
-    `api_key` then carries the fresh one."""
+    `refresh_key`: read the key and its tenant again first (a websocket's copy may be
+    old); the submission carries the fresh key."""
     if not messages or messages[-1][0] != Message.Role.USER:
         raise InvalidInput("The last message must be from the user.", param="messages")
     cleaned = [(role, clean_user_text(text)) for role, text in messages]
     # The key's tenant with its quota, allocation and pools: as the REST API loaded it for
-    # this request, or re-read for a websocket whose copy is older than
-    # settings.TANDEM_TENANT_REFRESH_S (0 by default: every message).
-    if reread_tenant:
-        api_key.tenant = tenant_for_request(tenant_id=api_key.tenant_id)
+    # this request, or re-read for a websocket whose copy may be out of date
+    # (tenants.changes says when).
+    if refresh_key:
+        api_key = api_key_refresh(api_key=api_key)
     tenant = api_key.tenant
     quota = tenant.quota
     sampling = sampling or Sampling(max_tokens=quota.max_output_tokens)
@@ -154,12 +157,12 @@ def chat_submit(
                 conversation = Conversation.objects.create(tenant=tenant, channel=channel, visitor_id=visitor_id)
             else:
                 conversation.save(update_fields=["updated_at"])  # a new one is created with it set
+            # The new messages and the queued reply in one INSERT (in this order: they are
+            # ordered by created_at, which each row takes as it is saved).
+            assistant = Message(id=request_id, conversation=conversation, role=Message.Role.ASSISTANT,
+                                status=Message.Status.QUEUED)
             Message.objects.bulk_create(
-                [Message(conversation=conversation, role=role, content=text) for role, text in cleaned]
-            )
-            assistant = Message.objects.create(
-                id=request_id, conversation=conversation, role=Message.Role.ASSISTANT,
-                status=Message.Status.QUEUED,
+                [*(Message(conversation=conversation, role=role, content=text) for role, text in cleaned), assistant]
             )
             # The prompt's inputs travel in the spec, as read and written in this
             # transaction, so the CPU tier does not read them back from the database.
@@ -175,7 +178,7 @@ def chat_submit(
     except BaseException:
         quotas.release(client, tenant_id=tenant.pk, request_id=str(request_id))
         raise
-    return Submission(conversation=conversation, assistant_message=assistant, route=route,
+    return Submission(api_key=api_key, conversation=conversation, assistant_message=assistant, route=route,
                       admission=admission, served=route_is_served(route))
 
 

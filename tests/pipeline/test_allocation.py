@@ -18,17 +18,18 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_moving_a_tenant_to_a_dedicated_pool_changes_the_worker_of_its_next_request(platform):
     tenant = make_tenant(max_output_tokens=4)
+    env = {"TANDEM_DTYPE": "float32", "TANDEM_THREADS": "1", "TANDEM_MAX_BATCH": "2"}
+    # One socket throughout: the allocation changes while it is open, and its next
+    # message follows the change.
     with chat_socket(platform, tenant.widget_key.plaintext) as chat:
         first_id, _ = chat.ask("Hello!")
-    assert UsageRecord.objects.get(message_id=first_id).decode_worker.startswith("decode.shared@")
+        assert UsageRecord.objects.get(message_id=first_id).decode_worker.startswith("decode.shared@")
 
-    vip = ComputePool.objects.create(slug="vip", role="decode", dedicated=True, max_batch=2)
-    allocation = tenant.tenant.allocation
-    allocation.decode_pool = vip
-    allocation.save()
-    env = {"TANDEM_DTYPE": "float32", "TANDEM_THREADS": "1", "TANDEM_MAX_BATCH": "2"}
-    with extra_worker(platform, role="decode", pool="vip", env=env):
-        with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+        vip = ComputePool.objects.create(slug="vip", role="decode", dedicated=True, max_batch=2)
+        allocation = tenant.tenant.allocation
+        allocation.decode_pool = vip
+        allocation.save()
+        with extra_worker(platform, role="decode", pool="vip", env=env):
             second_id, frames = chat.ask("Hello again!")
     assert frames[-1]["type"] == "end"
     usage = UsageRecord.objects.get(message_id=second_id)

@@ -73,9 +73,11 @@ def test_a_follow_up_is_answered_from_the_conversation_so_far_with_the_current_s
     with chat_socket(platform, tenant.widget_key.plaintext) as chat:
         first_id, frames = chat.ask("My order 1234 has not arrived.")
         conversation = next(f["id"] for f in frames if f["type"] == "conversation")
-        # An operator edits the system prompt while the socket is open: the next message
-        # uses it (TANDEM_TENANT_REFRESH_S is 0 by default).
-        Tenant.objects.filter(pk=tenant.tenant.pk).update(system_prompt="You are Acme's support agent.")
+        # An operator edits the system prompt while the socket is open: the save is
+        # counted (tenants.changes), so the next message uses it.
+        row = Tenant.objects.get(pk=tenant.tenant.pk)
+        row.system_prompt = "You are Acme's support agent."
+        row.save(update_fields=["system_prompt"])
         second_id, frames = chat.ask("Can you check again?", conversation=conversation)
     assert frames[-1]["type"] == "end"
 
@@ -202,6 +204,22 @@ def test_an_origin_not_on_the_list_and_a_revoked_key_are_refused(platform):
         with pytest.raises(websockets.ConnectionClosed) as closed:
             chat.recv(timeout=10)
         assert closed.value.rcvd.code == 4401
+
+
+def test_a_key_revoked_while_its_socket_is_open_refuses_the_next_message(platform):
+    tenant = make_tenant(max_output_tokens=3)
+    with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+        _, frames = chat.ask("Hello!")
+        assert frames[-1]["type"] == "end"
+        conversation = next(f["id"] for f in frames if f["type"] == "conversation")
+        stored = Message.objects.filter(conversation_id=conversation).count()
+        api_key_revoke(api_key=tenant.widget_key.api_key)
+        chat.send({"type": "message", "text": "Hello again!", "conversation": conversation})
+        assert chat.recv()["code"] == "revoked_api_key"
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            chat.recv(timeout=10)
+        assert closed.value.rcvd.code == 4401
+    assert Message.objects.filter(conversation_id=conversation).count() == stored  # nothing stored
 
 
 def test_a_pool_with_no_live_worker_reports_queued_then_fails_after_a_bounded_wait(platform):

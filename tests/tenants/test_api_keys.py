@@ -71,3 +71,16 @@ def test_widget_key_only_works_from_its_allowed_origins():
     assert services.origin_allowed(api_key=widget, origin="https://SHOP.acme.test/")
     assert not services.origin_allowed(api_key=widget, origin="https://evil.test")
     assert not services.origin_allowed(api_key=widget, origin=None)
+
+
+def test_refreshing_a_key_reads_its_tenant_again_and_refuses_it_once_revoked():
+    created = make_tenant()
+    held = services.api_key_authenticate(plaintext=created.widget_key.plaintext)
+    quota = created.tenant.quota
+    quota.max_output_tokens = 11
+    quota.save()
+    assert services.api_key_refresh(api_key=held).tenant.quota.max_output_tokens == 11
+    services.api_key_revoke(api_key=created.widget_key.api_key)
+    with pytest.raises(services.AuthenticationFailed) as exc:
+        services.api_key_refresh(api_key=held)
+    assert exc.value.code == "revoked_api_key"
