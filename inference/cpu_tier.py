@@ -3,9 +3,10 @@ context window), tokenize, send the request on to the pools the web tier routed 
 No model weights here: only the tokenizer, loaded once per worker process.
 
 Everything it needs is in the request's spec (the web tier wrote the tenant's system
-prompt, its prompt limit and the conversation in the transaction that stored the
-message): no database reads on the way to the first token. It writes to the database
-only to fail a request."""
+prompt, its prompt limit and the conversation): no database reads on the way to the
+first token. The web tier enqueues the request before it stores the message rows, so it
+builds the prompt while they are written, and sends the request on (or fails it: its only
+database write) once the web tier announces the commit."""
 
 from __future__ import annotations
 
@@ -29,28 +30,36 @@ def preprocess_request(request_id: str) -> str | None:
     already been through here: a redelivered task does nothing)."""
     client = get_redis()
     spec, cancelled = load_with_cancel(client, request_id)
-    if spec is None:
-        services.request_fail(request_id=request_id, code="expired", message="The request expired before it was processed.")
-        return None
-    if cancelled:
-        services.request_fail(request_id=request_id, code="cancelled", message="Cancelled before processing.")
-        return None
-    if spec.prompt_token_ids:
+    if spec is not None and spec.prompt_token_ids:
         # Redelivered (the worker died after sending the request on, before acking):
         # prefill already has it, and a second prefill would write a second reply.
         return None
-    try:
-        system_prompt, history = prompt_parts(spec)
-        context_room = max(16, settings.TANDEM_MAX_CONTEXT - spec.sampling.max_tokens)
-        prompt = build_prompt(
-            get_tokenizer(), system_prompt=system_prompt, history=history,
-            max_prompt_tokens=min(spec.max_prompt_tokens, context_room),
-        )
-    except PromptTooLong as exc:
-        services.request_fail(request_id=request_id, code="prompt_too_long", message=str(exc))
+    failure, prompt = None, None
+    if spec is None:
+        failure = ("expired", "The request expired before it was processed.")
+    elif cancelled:
+        failure = ("cancelled", "Cancelled before processing.")
+    else:
+        try:
+            system_prompt, history = prompt_parts(spec)
+            context_room = max(16, settings.TANDEM_MAX_CONTEXT - spec.sampling.max_tokens)
+            prompt = build_prompt(
+                get_tokenizer(), system_prompt=system_prompt, history=history,
+                max_prompt_tokens=min(spec.max_prompt_tokens, context_room),
+            )
+        except PromptTooLong as exc:
+            failure = ("prompt_too_long", str(exc))
+        except (InvalidInput, ValueError) as exc:
+            failure = (getattr(exc, "code", "invalid_message"), str(exc))
+    # The web tier enqueued this before storing the message rows (services.request_enqueue):
+    # nothing reaches the database or the next tier until they are committed.
+    stored = services.wait_stored(client, request_id)
+    if not stored:
+        log.warning("request %s dropped: its message rows were %s", request_id,
+                    "rolled back" if stored is False else "not announced in time")
         return None
-    except (InvalidInput, ValueError) as exc:
-        services.request_fail(request_id=request_id, code=getattr(exc, "code", "invalid_message"), message=str(exc))
+    if failure:
+        services.request_fail(request_id=request_id, code=failure[0], message=failure[1])
         return None
     spec.prompt_token_ids = prompt.token_ids
     spec.cache_salt = f"tenant:{spec.tenant_id}"

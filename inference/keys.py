@@ -24,6 +24,10 @@ def listener(request_id: str) -> str:
     return f"{PREFIX}:listen:{request_id}"
 
 
+def stored(request_id: str) -> str:
+    return f"{PREFIX}:stored:{request_id}"
+
+
 CANCEL_CHANNEL = f"{PREFIX}:cancel"
 WORKER_HASH_PREFIX = f"{PREFIX}:worker:"
 WORKERS_SET = f"{PREFIX}:workers"

@@ -1,7 +1,7 @@
 """The request spec: what every tier needs to know about one request, kept in Redis
 under `tandem:req:<id>` so that no tier queries the database on the way to the first
-token. The web tier writes it with the prompt's inputs (read in the transaction that
-stored the message); the CPU tier turns those into prompt token ids."""
+token. The web tier writes it with the prompt's inputs (the conversation as it read it
+for this message); the CPU tier turns those into prompt token ids."""
 
 from __future__ import annotations
 

@@ -22,11 +22,21 @@ from .requests import RequestSpec, save
 
 CANCEL_TTL_S = 3600
 LISTENER_TTL_S = 30
+STORED_TTL_S = 600
+# How long the CPU tier waits to hear whether a request's message rows committed. The web
+# tier announces it a few ms after the enqueue; nothing is announced only when the web
+# process died in between, and then nobody is waiting for the reply either.
+STORED_WAIT_S = 5.0
 
 
 def request_enqueue(*, spec: RequestSpec) -> None:
-    """Store the spec and enqueue the CPU task once the surrounding transaction commits
-    (a worker must never look for a message that is not yet visible)."""
+    """Store the spec and enqueue the CPU task at once, before the caller stores the
+    message rows: the CPU tier builds the prompt from the spec alone, so the web tier's
+    INSERTs and COMMIT run while it works instead of before it (~3 ms of the time to
+    first token on the benchmark machine). The caller must then announce the outcome
+    with `request_stored`; the CPU tier sends the request on (or fails it) only after a
+    commit, so no tier ever looks for a message row that is not yet visible."""
+    from .routing import broker_priority
     from .tasks import preprocess
 
     spec.enqueued_at = time.time()
@@ -34,10 +44,26 @@ def request_enqueue(*, spec: RequestSpec) -> None:
     save(pipe, spec)
     pipe.set(keys.listener(spec.request_id), "1", ex=LISTENER_TTL_S)
     pipe.execute()
-    from .routing import broker_priority
+    preprocess.apply_async(args=[spec.request_id], queue="cpu", priority=broker_priority(spec.priority))
 
-    priority = broker_priority(spec.priority)
-    transaction.on_commit(lambda: preprocess.apply_async(args=[spec.request_id], queue="cpu", priority=priority))
+
+def request_stored(*, request_id: str, committed: bool) -> None:
+    """Announce whether an enqueued request's message rows committed (False: rolled
+    back, so the workers drop the request without touching the database)."""
+    key = keys.stored(request_id)
+    pipe = get_redis().pipeline(transaction=False)
+    pipe.rpush(key, "1" if committed else "0")
+    pipe.expire(key, STORED_TTL_S)
+    pipe.execute()
+
+
+def wait_stored(client, request_id: str, timeout_s: float = STORED_WAIT_S) -> bool | None:
+    """True once the request's rows are committed, False if they were rolled back, None
+    if nothing was announced within `timeout_s`. BLMOVE from the list onto itself reads
+    the announcement without consuming it, so a redelivered task can ask again."""
+    key = keys.stored(request_id)
+    value = client.blmove(key, key, timeout_s, "LEFT", "RIGHT")
+    return None if value is None else value == b"1"
 
 
 def listener_touch(*, request_id: str) -> None:

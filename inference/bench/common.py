@@ -698,11 +698,13 @@ def monitor_timeline(lines: list[tuple[float, str]], trace: Trace) -> dict:
     """One request's milestones from MONITOR lines (server time, seconds):
 
     admit        the web tier's quota script (admission; the last one before the spec is stored)
-    web_spec     the web tier stored the request spec (the DB rows are written, not committed)
-    cpu_enqueue  LPUSH of the preprocess task onto `cpu` (after the commit)
+    web_spec     the web tier stored the request spec (before it writes the message rows)
+    cpu_enqueue  LPUSH of the preprocess task onto `cpu`
+    stored       the web tier announced its rows committed (RPUSH; in parallel with the CPU tier)
     cpu_fetched  the CPU worker took it off the queue (kombu's unacked bookkeeping)
     cpu_start    the task body started (GET of the request spec)
-    cpu_spec     the CPU tier stored the prompt ids (DB reads and build_prompt done)
+    cpu_wait     the prompt is built; the CPU tier waits for the announcement (BLMOVE)
+    cpu_spec     the CPU tier stored the prompt ids
     cpu_done     LPUSH of the prefill task
     pf_fetched   the prefill worker took it off the queue
     pf_start     the prefill task body started (GET of the spec)
@@ -711,7 +713,7 @@ def monitor_timeline(lines: list[tuple[float, str]], trace: Trace) -> dict:
     rid = trace.message_id
     if not rid:
         return {}
-    spec_key, stream_key = f"tandem:req:{rid}", f"tandem:stream:{rid}"
+    spec_key, stream_key, stored_key = f"tandem:req:{rid}", f"tandem:stream:{rid}", f"tandem:stored:{rid}"
     marks: dict[str, float] = {}
     gets = sets = 0
     for t, line in lines:
@@ -728,6 +730,10 @@ def monitor_timeline(lines: list[tuple[float, str]], trace: Trace) -> dict:
             marks.setdefault("web_spec" if sets == 1 else "cpu_spec", t)
         elif cmd == "LPUSH" and key.split(":")[0] == "cpu":
             marks.setdefault("cpu_enqueue", t)
+        elif cmd == "RPUSH" and key == stored_key:
+            marks.setdefault("stored", t)
+        elif cmd == "BLMOVE" and key == stored_key:
+            marks.setdefault("cpu_wait", t)
         elif cmd == "LPUSH" and key.startswith("prefill."):
             marks.setdefault("cpu_done", t)
         elif cmd in ("HSET", "ZADD") and "unacked" in key:
@@ -746,17 +752,22 @@ def monitor_timeline(lines: list[tuple[float, str]], trace: Trace) -> dict:
 
 MONITOR_STAGES = [
     ("ingress", "t_send", "admit", "websocket frame -> consumer -> executor thread; tenant, route, token estimate, admit"),
-    ("web_rows", "admit", "web_spec", "conversation + message rows (in the transaction)"),
-    ("web_commit", "web_spec", "cpu_enqueue", "listener key, COMMIT, on_commit: Celery publish"),
+    ("web_spec", "admit", "web_spec", "spec built, stored with the listener key"),
+    ("web_publish", "web_spec", "cpu_enqueue", "Celery publish to the CPU tier"),
+    ("web_store", "cpu_enqueue", "stored", "(beside the CPU tier) message rows, COMMIT, announcement"),
     ("cpu_broker", "cpu_enqueue", "cpu_fetched", "Redis broker -> CPU worker"),
-    ("cpu_dispatch", "cpu_fetched", "cpu_start", "Celery hands the task to a pool thread"),
-    ("cpu_prompt", "cpu_start", "cpu_spec", "spec + cancel flag (one round trip), build_prompt; no DB reads"),
+    ("cpu_dispatch", "cpu_fetched", "cpu_start", "Celery starts the task"),
+    ("cpu_prompt", "cpu_start", "cpu_wait", "spec + cancel flag (one round trip), build_prompt; no DB reads"),
+    ("cpu_stored", "cpu_wait", "cpu_spec", "waiting for the web tier's commit (one round trip when it came first)"),
     ("cpu_publish", "cpu_spec", "cpu_done", "spec, status record, Celery publish to prefill"),
     ("pf_broker", "cpu_done", "pf_fetched", "Redis broker -> prefill worker"),
     ("pf_dispatch", "pf_fetched", "pf_start", "Celery hands the task to a pool thread"),
     ("pf_task", "pf_start", "tok0", "spec, batcher, forward + sampling (engine), detokenize, XADD"),
     ("deliver", "tok0", "t_first", "XREAD wakes the consumer -> websocket frame -> client"),
 ]
+# Left out of the platform's own time: web_store runs beside the CPU tier, and pf_task
+# holds the engine's forward.
+MONITOR_UNCOUNTED = {"web_store", "pf_task"}
 
 
 def monitor_stages(marks: dict, trace: Trace) -> dict:

@@ -426,7 +426,7 @@ def profile_pass(site, ws_url: str, key: str, counter: Counter, n: int, *, engin
     prof = common.monitor_profile(lines, traces)
     # Everything but the prefill task body (which is the engine's forward plus ~1 ms of
     # spec read, batcher hand-off and detokenizing): the platform's own cost, per request.
-    outside = [sum(v for k, v in r["stages_ms"].items() if k != "pf_task" and v is not None)
+    outside = [sum(v for k, v in r["stages_ms"].items() if k not in common.MONITOR_UNCOUNTED and v is not None)
                for r in prof["per_request"] if all(v is not None for v in r["stages_ms"].values())]
     return {**prof, "outside_pf_task_ms": summarize(outside), "engine_alone_ttft_p50_ms": engine_ttft_p50}
 

@@ -16,7 +16,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from inference import streams
+from inference import keys, streams
 from inference.redis_client import get_async_redis
 from inference.services import LISTENER_TTL_S
 from inference.validation import InvalidInput
@@ -177,9 +177,6 @@ class ChatConsumer(AsyncWebsocketConsumer):
         try:
             async for rec in streams.tail(self.redis, request_id, after_index=after):
                 now = time.monotonic()
-                if now - last_touch > LISTENER_TTL_S / 3:
-                    await self.redis.set(f"tandem:listen:{request_id}", "1", ex=LISTENER_TTL_S)
-                    last_touch = now
                 kind = rec["type"]
                 if kind == "token":
                     seen_token = True
@@ -198,6 +195,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
                     gave_up = True
                     await database_sync_to_async(_give_up)(request_id, served)
                     # the error record written by _give_up arrives through the stream next
+                # Keep the listener lease alive, after the frame went out: the first token
+                # does not wait on this round trip.
+                if now - last_touch > LISTENER_TTL_S / 3:
+                    await self.redis.set(keys.listener(request_id), "1", ex=LISTENER_TTL_S)
+                    last_touch = now
         except asyncio.CancelledError:
             pass
         finally:

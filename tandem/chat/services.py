@@ -139,6 +139,7 @@ def chat_submit(
     conversation = conversation_get(tenant=tenant, conversation_id=conversation_id) if conversation_id else None
     history = prompt_history(conversation) if conversation else []
     request_id = uuid.uuid4()
+    conversation_id = conversation.pk if conversation else uuid.uuid4()
     client = get_redis()
     # Admission before anything is stored: a refused request leaves no trace, and an
     # admitted one holds its reservation until the workers reconcile or release it.
@@ -151,10 +152,24 @@ def chat_submit(
     )
     if not admission.allowed:
         raise QuotaRefused(admission)
+    spec = RequestSpec(
+        request_id=str(request_id), tenant_id=tenant.pk, api_key_id=api_key.pk,
+        conversation_id=str(conversation_id), channel=channel, sampling=sampling,
+        priority=route.priority, max_decode_slots=route.max_decode_slots,
+        prefill_pool=route.prefill_pool, decode_pool=route.decode_pool, colocated=route.colocated,
+        # The prompt's inputs travel in the spec, so the CPU tier reads no database.
+        system_prompt=tenant.system_prompt, max_prompt_tokens=quota.max_prompt_tokens,
+        prompt_messages=history + [{"role": role, "content": text} for role, text in cleaned],
+    )
     try:
+        # Enqueued before the rows are written: the CPU tier prepares the prompt while
+        # they are, and sends the request on only once they are committed (announced
+        # below; see inference.services.request_enqueue).
+        pipeline.request_enqueue(spec=spec)
         with transaction.atomic():
             if conversation is None:
-                conversation = Conversation.objects.create(tenant=tenant, channel=channel, visitor_id=visitor_id)
+                conversation = Conversation.objects.create(id=conversation_id, tenant=tenant, channel=channel,
+                                                           visitor_id=visitor_id)
             else:
                 conversation.save(update_fields=["updated_at"])  # a new one is created with it set
             # The new messages and the queued reply in one INSERT (in this order: they are
@@ -164,20 +179,12 @@ def chat_submit(
             Message.objects.bulk_create(
                 [*(Message(conversation=conversation, role=role, content=text) for role, text in cleaned), assistant]
             )
-            # The prompt's inputs travel in the spec, as read and written in this
-            # transaction, so the CPU tier does not read them back from the database.
-            spec = RequestSpec(
-                request_id=str(assistant.pk), tenant_id=tenant.pk, api_key_id=api_key.pk,
-                conversation_id=str(conversation.pk), channel=channel, sampling=sampling,
-                priority=route.priority, max_decode_slots=route.max_decode_slots,
-                prefill_pool=route.prefill_pool, decode_pool=route.decode_pool, colocated=route.colocated,
-                system_prompt=tenant.system_prompt, max_prompt_tokens=quota.max_prompt_tokens,
-                prompt_messages=history + [{"role": role, "content": text} for role, text in cleaned],
-            )
-            pipeline.request_enqueue(spec=spec)
     except BaseException:
         quotas.release(client, tenant_id=tenant.pk, request_id=str(request_id))
+        pipeline.request_stored(request_id=str(request_id), committed=False)
         raise
+    # At once, or when an outer transaction (a caller's own) commits.
+    transaction.on_commit(lambda: pipeline.request_stored(request_id=str(request_id), committed=True))
     return Submission(api_key=api_key, conversation=conversation, assistant_message=assistant, route=route,
                       admission=admission, served=route_is_served(route))
 

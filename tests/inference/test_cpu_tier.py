@@ -1,5 +1,6 @@
 """The CPU tier builds the prompt from the request's spec alone (no database reads on the
-way to the first token), sends the request on once, and fails bad input.
+way to the first token), sends the request on once and only after the web tier's rows
+are committed, and fails bad input.
 
 The prefill queue here belongs to a pool no worker serves, so whatever is enqueued stays
 there to be counted (and is deleted afterwards)."""
@@ -16,6 +17,7 @@ from inference.cpu_tier import preprocess_request
 from inference.engine.prompting import build_prompt
 from inference.redis_client import get_redis
 from inference.requests import RequestSpec, Sampling, load, save
+from inference.services import request_stored
 from inference.tokens import get_tokenizer
 from tandem.chat.models import Conversation, Message
 from tests.factories import make_tenant
@@ -39,7 +41,7 @@ def queued(pool: str) -> int:
 
 
 def make_spec(pool: str, messages: list[dict], *, tenant_id: int = 1, request_id: str | None = None,
-              max_prompt_tokens: int = 1024, max_tokens: int = 16) -> RequestSpec:
+              max_prompt_tokens: int = 1024, max_tokens: int = 16, stored: bool = True) -> RequestSpec:
     spec = RequestSpec(
         request_id=request_id or str(uuid.uuid4()), tenant_id=tenant_id, api_key_id=None,
         conversation_id=str(uuid.uuid4()), channel="widget", sampling=Sampling(max_tokens=max_tokens),
@@ -47,6 +49,8 @@ def make_spec(pool: str, messages: list[dict], *, tenant_id: int = 1, request_id
         prompt_messages=messages,
     )
     save(get_redis(), spec)
+    if stored:
+        request_stored(request_id=spec.request_id, committed=True)  # as the web tier does after its COMMIT
     return spec
 
 
@@ -102,3 +106,32 @@ def test_bad_input_fails_the_request_and_sends_nothing_on(pool, messages, limit,
     [error] = streams.read_all(get_redis(), spec.request_id)
     assert error["type"] == "error" and error["code"] == code
     assert queued(pool) == 0
+
+
+def _blocked_on_blmove(client) -> bool:
+    return any(c.get("cmd") == "blmove" and "b" in c.get("flags", "") for c in client.client_list())
+
+
+def test_nothing_is_sent_on_before_the_web_tier_announces_its_commit(pool):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tandem.processes import wait_for
+
+    spec = make_spec(pool, [{"role": "user", "content": "Hello"}], stored=False)
+    client = get_redis()
+    with ThreadPoolExecutor(1) as ex:
+        result = ex.submit(preprocess_request, spec.request_id)
+        # The prompt is built, then the tier waits (blocked in Redis) for the announcement.
+        wait_for(lambda: _blocked_on_blmove(client), timeout=10, what="the CPU tier waiting for the commit")
+        assert queued(pool) == 0 and streams.read_all(client, spec.request_id) == []
+        request_stored(request_id=spec.request_id, committed=True)
+        assert result.result(timeout=10) == f"prefill.{pool}"
+    assert queued(pool) == 1
+
+
+def test_a_rolled_back_submission_is_dropped_without_touching_the_database(pool):
+    # No django_db mark: a request_fail (a database write) would fail this test.
+    spec = make_spec(pool, [{"role": "user", "content": "Hello"}], stored=False)
+    request_stored(request_id=spec.request_id, committed=False)
+    assert preprocess_request(spec.request_id) is None
+    assert queued(pool) == 0 and streams.read_all(get_redis(), spec.request_id) == []
