@@ -18,7 +18,7 @@ from tenants.models import UsageRecord
 
 from . import keys, streams
 from .redis_client import get_redis
-from .requests import RequestSpec, save
+from .requests import REQUEST_TTL_S, RequestSpec
 
 CANCEL_TTL_S = 3600
 LISTENER_TTL_S = 30
@@ -29,21 +29,25 @@ STORED_TTL_S = 600
 STORED_WAIT_S = 5.0
 
 
+def request_keys(spec: RequestSpec) -> dict[str, tuple[str, float]]:
+    """A new request's keys, {key: (value, TTL s)}: its spec and the listener lease. The
+    web tier stores them with the request's admission, in the same round trip
+    (`tenants.quotas.admit(store=...)`)."""
+    spec.enqueued_at = time.time()
+    return {keys.request(spec.request_id): (spec.to_json(), REQUEST_TTL_S),
+            keys.listener(spec.request_id): ("1", LISTENER_TTL_S)}
+
+
 def request_enqueue(*, spec: RequestSpec) -> None:
-    """Store the spec and enqueue the CPU task at once, before the caller stores the
-    message rows: the CPU tier builds the prompt from the spec alone, so the web tier's
-    INSERTs and COMMIT run while it works instead of before it (~3 ms of the time to
-    first token on the benchmark machine). The caller must then announce the outcome
-    with `request_stored`; the CPU tier sends the request on (or fails it) only after a
-    commit, so no tier ever looks for a message row that is not yet visible."""
+    """Enqueue the CPU task of a request whose keys are stored, at once, before the
+    caller stores the message rows: the CPU tier builds the prompt from the spec alone,
+    so the web tier's INSERTs and COMMIT run while it works instead of before it (~3 ms
+    of the time to first token on the benchmark machine). The caller must then announce
+    the outcome with `request_stored`; the CPU tier sends the request on (or fails it)
+    only after a commit, so no tier ever looks for a message row that is not yet visible."""
     from .routing import broker_priority
     from .tasks import preprocess
 
-    spec.enqueued_at = time.time()
-    pipe = get_redis().pipeline(transaction=False)  # one round trip for both keys
-    save(pipe, spec)
-    pipe.set(keys.listener(spec.request_id), "1", ex=LISTENER_TTL_S)
-    pipe.execute()
     preprocess.apply_async(args=[spec.request_id], queue="cpu", priority=broker_priority(spec.priority))
 
 

@@ -96,12 +96,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if conversation is not None and not isinstance(conversation, str):
             await self._error("invalid_frame", "conversation must be an id or null.")
             return
-        # The socket keeps its key and tenant until tenants.changes counts a change (or
-        # the copy reaches its maximum age); then the submission's own call re-reads them:
-        # a separate hop to a thread would cost more than the read.
-        version = await changes.aversion(self.redis)
-        refresh = (version != self.key_version
-                   or time.monotonic() - self.key_read_at >= settings.TANDEM_TENANT_REFRESH_S)
+        # The socket keeps its key and tenant: the admission checks in the same round trip
+        # that tenants.changes counted no change since they were read (and the submission
+        # reads them again if it did), and they are read again at their maximum age.
+        refresh = time.monotonic() - self.key_read_at >= settings.TANDEM_TENANT_REFRESH_S
         try:
             # Not thread-sensitive: submissions run in the event loop's executor, side by
             # side, instead of queueing behind every other socket's database work on
@@ -111,7 +109,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             sub = await database_sync_to_async(services.chat_submit, thread_sensitive=False)(
                 api_key=self.api_key, messages=[("user", frame.get("text"))],
                 conversation_id=conversation, channel=Conversation.Channel.WIDGET,
-                visitor_id=self.visitor_id, refresh_key=refresh,
+                visitor_id=self.visitor_id, key_version=self.key_version, refresh_key=refresh,
             )
         except AuthenticationFailed as exc:  # revoked (or its tenant deactivated) since connect
             await self._error(exc.code, str(exc))
@@ -129,9 +127,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except services.NotFound as exc:
             await self._error(exc.code, str(exc))
             return
-        if refresh:
-            self.api_key = sub.api_key
-            self.key_version, self.key_read_at = version, time.monotonic()
+        if sub.api_key is not self.api_key:  # read again
+            self.api_key, self.key_version, self.key_read_at = sub.api_key, sub.key_version, time.monotonic()
         request_id = str(sub.assistant_message.pk)
         await self._send({"type": "conversation", "id": str(sub.conversation.pk)})
         await self._send({"type": "start", "message": request_id})

@@ -15,7 +15,7 @@ from inference.requests import RequestSpec, Sampling
 from inference.routing import Route, route_for_tenant
 from inference.tokens import estimate_prompt_tokens
 from inference.validation import InvalidInput, clean_user_text
-from tenants import quotas
+from tenants import changes, quotas
 from tenants.models import ApiKey, Tenant
 from tenants.selectors import scope_to_tenant
 from tenants.services import api_key_refresh
@@ -59,7 +59,8 @@ def _refusal_text(adm: quotas.Admission) -> str:
 
 @dataclass(frozen=True)
 class Submission:
-    api_key: ApiKey  # the key as this submission read it (refreshed when asked to)
+    api_key: ApiKey  # the key as this submission used it (read again if it had changed)
+    key_version: int | None  # the tenants.changes version that key was read at
     conversation: Conversation
     assistant_message: Message
     route: Route
@@ -116,51 +117,64 @@ def chat_submit(
     channel: str = Conversation.Channel.WIDGET,
     visitor_id: str = "",
     sampling: Sampling | None = None,
+    key_version: int | None = None,
     refresh_key: bool = False,
 ) -> Submission:
     """Append `messages` (the last one from the user) to a conversation, create the
     queued assistant message and enqueue the request. Raises InvalidInput, NotFound,
-    QuotaRefused, or AuthenticationFailed (only with `refresh_key`).
+    QuotaRefused, or AuthenticationFailed (a key re-read and found revoked).
 
-    `refresh_key`: read the key and its tenant again first (a websocket's copy may be
-    old); the submission carries the fresh key."""
+    A caller that holds its key between requests (a websocket) passes the
+    `tenants.changes` version it read the key and tenant at: the admission checks it in
+    the same round trip, and the key is read again when a change was counted since.
+    `refresh_key` reads it again regardless (the copy's maximum age). The submission
+    carries the key it used and that key's version."""
     if not messages or messages[-1][0] != Message.Role.USER:
         raise InvalidInput("The last message must be from the user.", param="messages")
     cleaned = [(role, clean_user_text(text)) for role, text in messages]
-    # The key's tenant with its quota, allocation and pools: as the REST API loaded it for
-    # this request, or re-read for a websocket whose copy may be out of date
-    # (tenants.changes says when).
+    client = get_redis()
     if refresh_key:
+        key_version = changes.version(client)  # before the read: a later change is noticed
         api_key = api_key_refresh(api_key=api_key)
-    tenant = api_key.tenant
-    quota = tenant.quota
-    sampling = sampling or Sampling(max_tokens=quota.max_output_tokens)
-    route = route_for_tenant(tenant)
-    conversation = conversation_get(tenant=tenant, conversation_id=conversation_id) if conversation_id else None
+    conversation = (conversation_get(tenant=api_key.tenant, conversation_id=conversation_id)
+                    if conversation_id else None)
     history = prompt_history(conversation) if conversation else []
     request_id = uuid.uuid4()
     conversation_id = conversation.pk if conversation else uuid.uuid4()
-    client = get_redis()
     # Admission before anything is stored: a refused request leaves no trace, and an
-    # admitted one holds its reservation until the workers reconcile or release it.
-    admission = quotas.admit(
-        client, tenant_id=tenant.pk, limits=quotas.QuotaLimits.from_quota(quota), request_id=str(request_id),
-        prompt_tokens=estimate_prompt_tokens(
-            system_prompt=tenant.system_prompt, history=[m["content"] for m in history],
-            new=[t for _, t in cleaned], max_prompt_tokens=quota.max_prompt_tokens),
-        max_output_tokens=sampling.max_tokens,
-    )
+    # admitted one holds its reservation until the workers reconcile or release it. Its
+    # spec (what every tier reads) is stored by the same script.
+    for attempt in range(3):
+        tenant = api_key.tenant
+        quota = tenant.quota
+        route = route_for_tenant(tenant)
+        spec = RequestSpec(
+            request_id=str(request_id), tenant_id=tenant.pk, api_key_id=api_key.pk,
+            conversation_id=str(conversation_id), channel=channel,
+            sampling=sampling or Sampling(max_tokens=quota.max_output_tokens),
+            priority=route.priority, max_decode_slots=route.max_decode_slots,
+            prefill_pool=route.prefill_pool, decode_pool=route.decode_pool, colocated=route.colocated,
+            # The prompt's inputs travel in the spec, so the CPU tier reads no database.
+            system_prompt=tenant.system_prompt, max_prompt_tokens=quota.max_prompt_tokens,
+            prompt_messages=history + [{"role": role, "content": text} for role, text in cleaned],
+        )
+        checked = key_version is not None and attempt < 2  # the last try reads and admits unchecked
+        admission = quotas.admit(
+            client, tenant_id=tenant.pk, limits=quotas.QuotaLimits.from_quota(quota), request_id=str(request_id),
+            prompt_tokens=estimate_prompt_tokens(
+                system_prompt=tenant.system_prompt, history=[m["content"] for m in history],
+                new=[t for _, t in cleaned], max_prompt_tokens=quota.max_prompt_tokens),
+            max_output_tokens=spec.sampling.max_tokens,
+            if_current=(changes.KEY, key_version) if checked else None,
+            store=pipeline.request_keys(spec),
+        )
+        if admission.reason != "stale":
+            break
+        # An operator changed a tenant, key or pool since the key was read: read it again.
+        key_version = admission.current
+        api_key = api_key_refresh(api_key=api_key)
     if not admission.allowed:
         raise QuotaRefused(admission)
-    spec = RequestSpec(
-        request_id=str(request_id), tenant_id=tenant.pk, api_key_id=api_key.pk,
-        conversation_id=str(conversation_id), channel=channel, sampling=sampling,
-        priority=route.priority, max_decode_slots=route.max_decode_slots,
-        prefill_pool=route.prefill_pool, decode_pool=route.decode_pool, colocated=route.colocated,
-        # The prompt's inputs travel in the spec, so the CPU tier reads no database.
-        system_prompt=tenant.system_prompt, max_prompt_tokens=quota.max_prompt_tokens,
-        prompt_messages=history + [{"role": role, "content": text} for role, text in cleaned],
-    )
     try:
         # Enqueued before the rows are written: the CPU tier prepares the prompt while
         # they are, and sends the request on only once they are committed (announced
@@ -185,8 +199,8 @@ def chat_submit(
         raise
     # At once, or when an outer transaction (a caller's own) commits.
     transaction.on_commit(lambda: pipeline.request_stored(request_id=str(request_id), committed=True))
-    return Submission(api_key=api_key, conversation=conversation, assistant_message=assistant, route=route,
-                      admission=admission, served=route_is_served(route))
+    return Submission(api_key=api_key, key_version=key_version, conversation=conversation,
+                      assistant_message=assistant, route=route, admission=admission, served=route_is_served(route))
 
 
 def chat_cancel(*, tenant: Tenant, message_id) -> Message:

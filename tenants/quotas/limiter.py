@@ -7,6 +7,7 @@ workers and tests can all call it with what they have."""
 from __future__ import annotations
 
 import weakref
+from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
@@ -43,6 +44,8 @@ def admit(
     max_output_tokens: int,
     now: float | None = None,
     stream_lease_s: float = DEFAULT_STREAM_LEASE_S,
+    if_current: tuple[str, int] | None = None,
+    store: Mapping[str, tuple[str, float]] | None = None,
 ) -> Admission:
     """Admit one request or refuse it, atomically across every process.
 
@@ -55,18 +58,29 @@ def admit(
     `max_output_tokens` is what the request may generate: pass `limits.max_output_tokens`
     when the client did not ask for a cap. `now` (seconds since the epoch) is for tests;
     in production Redis's clock is used. `request_id` must be unique per request (the
-    assistant message's UUID); admitting an id that is already open counts nothing more."""
+    assistant message's UUID); admitting an id that is already open counts nothing more.
+
+    `if_current=(key, value)`: `limits` were read when `key` (a change counter) held
+    `value`; if it holds another now, nothing is counted and the reason is "stale" (read
+    the limits again; `current` is the counter's value). `store`: keys to SET with their
+    (value, TTL in seconds) in the same atomic step when the request is admitted: the
+    request's own state lands with its admission, in one round trip, and a refused
+    request leaves none."""
     if prompt_tokens < 0 or max_output_tokens < 0:
         raise ValueError("token counts cannot be negative")
+    condition_key, expected = if_current if if_current is not None else (quota_key(tenant_id, "no-condition"), "")
+    stored = list((store or {}).items())
     reply = _run(
         client, "admit",
-        [quota_key(tenant_id, n) for n in ("rpm", "tpm", "tpm:tok", "streams", "res", "daily")],
+        [*(quota_key(tenant_id, n) for n in ("rpm", "tpm", "tpm:tok", "streams", "res", "daily")),
+         condition_key, *(k for k, _ in stored)],
         [_ms(now), str(request_id), int(prompt_tokens), int(max_output_tokens),
          limits.requests_per_minute, limits.tokens_per_minute, limits.max_concurrent_streams,
          limits.daily_token_budget, limits.max_prompt_tokens, limits.max_output_tokens,
-         max(1, round(stream_lease_s * 1000))],
+         max(1, round(stream_lease_s * 1000)), str(expected),
+         *(x for _, (value, ttl_s) in stored for x in (value, max(1, round(ttl_s * 1000))))],
     )
-    allowed, reason, retry_ms, rpm_used, rpm_reset, tpm_used, tpm_reset, streams, daily, _ = reply
+    allowed, reason, retry_ms, rpm_used, rpm_reset, tpm_used, tpm_reset, streams, daily, _, current = reply
     reason = reason.decode() if isinstance(reason, bytes) else reason
     return Admission(
         allowed=bool(allowed),
@@ -81,6 +95,7 @@ def admit(
         reserved_tokens=int(prompt_tokens) + int(max_output_tokens),
         streams_in_flight=streams,
         daily_tokens_used=daily,
+        current=int(current),
     )
 
 

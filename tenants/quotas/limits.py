@@ -10,6 +10,7 @@ from typing import Any
 
 # Reasons a request is refused. The first two are about the request itself (answer 400:
 # waiting will never help); the others are rate limits (answer 429 with Retry-After).
+# "stale" is not a refusal to pass on: the caller's limits are out of date (see admit).
 SIZE_REASONS = frozenset({"prompt_too_long", "max_tokens_too_large"})
 RATE_REASONS = frozenset(
     {"requests_per_minute", "tokens_per_minute", "concurrent_streams", "daily_token_budget"}
@@ -64,6 +65,8 @@ class Admission:
     reserved_tokens: int  # prompt + max output tokens held for this request if allowed
     streams_in_flight: int
     daily_tokens_used: int
+    # The value of admit's `if_current` key when it ran (0 when missing or not asked).
+    current: int = 0
 
     @property
     def http_status(self) -> int:

@@ -60,11 +60,14 @@ local function daily_used(dkey, day)
 end
 """
 
-# KEYS: rpm, tpm, tpm:tok, streams, res, daily
+# KEYS: rpm, tpm, tpm:tok, streams, res, daily, condition key, then keys to store
 # ARGV: now, request id, prompt tokens, max output tokens, rpm limit, tpm limit,
-#       stream limit, daily budget, max prompt tokens, max output tokens, lease ms
+#       stream limit, daily budget, max prompt tokens, max output tokens, lease ms,
+#       the condition key's expected value ('' for none), then a value and a TTL (ms)
+#       for each key to store
 # Reply: allowed, reason, retry ms, rpm used, rpm reset ms, tpm used, tpm reset ms,
-#        streams in flight, daily used, now ms (all after this admission)
+#        streams in flight, daily used, now ms (all after this admission), the
+#        condition key's value
 ADMIT = _PRELUDE + """
 local id = ARGV[2]
 local prompt, max_out = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -82,17 +85,31 @@ forget(KEYS[1], nil, since)
 forget(KEYS[2], KEYS[3], since)
 forget(KEYS[4], KEYS[5], now)
 
+local current = tonumber(redis.call('GET', KEYS[7]) or '0')
+
 local function reply(allowed, reason, retry)
   local tpm_used = 0
   for _, v in ipairs(redis.call('HVALS', KEYS[3])) do tpm_used = tpm_used + tonumber(v) end
   return {allowed, reason, retry,
           redis.call('ZCARD', KEYS[1]), reset_in(KEYS[1]),
           tpm_used, reset_in(KEYS[2]),
-          redis.call('ZCARD', KEYS[4]), daily_used(KEYS[6], day), now}
+          redis.call('ZCARD', KEYS[4]), daily_used(KEYS[6], day), now, current}
 end
 
+-- The caller's state that goes with the admission (a request's spec), stored with it.
+local function store()
+  for i = 8, #KEYS do
+    local j = 13 + (i - 8) * 2
+    redis.call('SET', KEYS[i], ARGV[j], 'PX', ARGV[j + 1])
+  end
+end
+
+-- The caller's limits were read at a version of the condition key that is no longer
+-- current (an operator changed them since): count nothing; it reads them again.
+if ARGV[12] ~= '' and tonumber(ARGV[12]) ~= current then return reply(0, 'stale', -1) end
+
 -- The same request admitted twice (a retried call) is not counted twice.
-if redis.call('HEXISTS', KEYS[5], id) == 1 then return reply(1, '', -1) end
+if redis.call('HEXISTS', KEYS[5], id) == 1 then store(); return reply(1, '', -1) end
 
 -- The request itself: no amount of waiting helps.
 if prompt > max_prompt then return reply(0, 'prompt_too_long', -1) end
@@ -146,6 +163,7 @@ end
 if reason then return reply(0, reason, retry) end
 
 -- Admitted: record everything, in this same script.
+store()
 redis.call('ZADD', KEYS[1], now, id)
 redis.call('ZADD', KEYS[2], now, id)
 redis.call('HSET', KEYS[3], id, reserve)

@@ -394,3 +394,30 @@ def test_limits_come_from_a_quota_row():
     quota = Quota(requests_per_minute=7, tokens_per_minute=7000, max_concurrent_streams=2,
                   daily_token_budget=10**6, max_prompt_tokens=512, max_output_tokens=256)
     assert QuotaLimits.from_quota(quota) == QuotaLimits(7, 7000, 2, 10**6, 512, 256)
+
+
+def test_an_admission_stores_the_requests_keys_with_it_and_a_refusal_stores_none(redis_client):
+    tenant = new_tenant()
+    ok, refused = f"test-spec-{uuid.uuid4()}", f"test-spec-{uuid.uuid4()}"
+    adm = admit(redis_client, tenant_id=tenant, limits=limits(requests_per_minute=1), request_id=rid(),
+                prompt_tokens=10, max_output_tokens=10, now=T0, store={ok: ("spec", 30)})
+    assert adm.allowed and redis_client.get(ok) == b"spec"
+    assert 29_000 < redis_client.pttl(ok) <= 30_000
+    adm = admit(redis_client, tenant_id=tenant, limits=limits(requests_per_minute=1), request_id=rid(),
+                prompt_tokens=10, max_output_tokens=10, now=T0 + 1, store={refused: ("spec", 30)})
+    assert adm.reason == "requests_per_minute" and redis_client.exists(refused) == 0
+
+
+def test_limits_read_before_a_counted_change_are_stale_and_count_nothing(redis_client):
+    tenant, counter = new_tenant(), f"test-changes-{uuid.uuid4()}"
+    redis_client.set(counter, 4, ex=60)
+    spec_key = f"test-spec-{uuid.uuid4()}"
+    stale = admit(redis_client, tenant_id=tenant, limits=ROOMY, request_id=rid(), prompt_tokens=10,
+                  max_output_tokens=10, now=T0, if_current=(counter, 3), store={spec_key: ("spec", 30)})
+    assert not stale.allowed and stale.reason == "stale" and stale.current == 4
+    assert stale.remaining_requests == ROOMY.requests_per_minute  # nothing counted
+    assert redis_client.exists(spec_key) == 0
+    fresh = admit(redis_client, tenant_id=tenant, limits=ROOMY, request_id=rid(), prompt_tokens=10,
+                  max_output_tokens=10, now=T0, if_current=(counter, stale.current), store={spec_key: ("spec", 30)})
+    assert fresh.allowed and fresh.remaining_requests == ROOMY.requests_per_minute - 1
+    assert redis_client.get(spec_key) == b"spec"
