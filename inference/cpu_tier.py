@@ -14,7 +14,7 @@ import logging
 
 from django.conf import settings
 
-from . import services, streams
+from . import publish, services, streams
 from .engine.prompting import PromptTooLong, build_prompt
 from .redis_client import get_redis
 from .requests import RequestSpec, load_with_cancel, save
@@ -73,7 +73,8 @@ def preprocess_request(request_id: str) -> str | None:
     save(pipe, spec)
     streams.append(pipe, request_id, [streams.status_record("prefilling", f"queued on {queue}")])
     pipe.execute()
-    (colocated if spec.colocated else prefill).apply_async(args=[request_id], queue=queue, priority=broker_priority(spec.priority))
+    publish.send(colocated if spec.colocated else prefill, [request_id], queue=queue,
+                 priority=broker_priority(spec.priority))
     return queue
 
 

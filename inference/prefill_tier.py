@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import time
 
-from . import services, streams
+from . import publish, services, streams
 from .engine.detokenize import IncrementalDetokenizer
 from .lifecycle import finish_early, live_spec, sampling_params
 from .prefill_batcher import PrefillCancelled
@@ -54,11 +54,10 @@ def run_prefill(request_id: str) -> None:
                          cached=result.cached_tokens, ttft_ms=ttft_ms)
             return
         rt.kvstore.put(request_id, result.kv, ttl_s=KV_TTL_S)
-        decode.apply_async(
-            args=[request_id, first, {"prefill_worker": rt.name, "ttft_ms": ttft_ms, "prefill_engine_ms": engine_ms,
-                                      "cached_tokens": result.cached_tokens}],
-            queue=f"decode.{spec.decode_pool}", priority=broker_priority(spec.priority),
-        )
+        publish.send(decode, [request_id, first, {"prefill_worker": rt.name, "ttft_ms": ttft_ms,
+                                                  "prefill_engine_ms": engine_ms,
+                                                  "cached_tokens": result.cached_tokens}],
+                     queue=f"decode.{spec.decode_pool}", priority=broker_priority(spec.priority))
         services.message_set_status(request_id=request_id, status="decoding")
     except Exception as exc:
         log.exception("prefill failed for %s", request_id)

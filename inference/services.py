@@ -16,7 +16,7 @@ from tandem.chat.models import Message
 from tenants import quotas
 from tenants.models import UsageRecord
 
-from . import keys, streams
+from . import keys, publish, streams
 from .redis_client import get_redis
 from .requests import REQUEST_TTL_S, RequestSpec
 
@@ -48,7 +48,7 @@ def request_enqueue(*, spec: RequestSpec) -> None:
     from .routing import broker_priority
     from .tasks import preprocess
 
-    preprocess.apply_async(args=[spec.request_id], queue="cpu", priority=broker_priority(spec.priority))
+    publish.send(preprocess, [spec.request_id], queue="cpu", priority=broker_priority(spec.priority))
 
 
 def request_stored(*, request_id: str, committed: bool) -> None:
