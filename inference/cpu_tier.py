@@ -5,16 +5,14 @@ No model weights here: only the tokenizer, loaded once per worker process.
 Everything it needs is in the request's spec (the web tier wrote the tenant's system
 prompt, its prompt limit and the conversation): no database reads on the way to the
 first token. The web tier enqueues the request before it stores the message rows, so it
-builds the prompt while they are written, and sends the request on (or fails it: its only
-database write) once the web tier announces the commit."""
+builds the prompt while they are written; the request goes on (or fails) once both are
+done, by whichever of the two tiers finishes second (inference.handoff)."""
 
 from __future__ import annotations
 
-import logging
-
 from django.conf import settings
 
-from . import publish, services, streams
+from . import handoff, streams
 from .engine.prompting import PromptTooLong, build_prompt
 from .redis_client import get_redis
 from .requests import RequestSpec, load_with_cancel, save
@@ -22,12 +20,11 @@ from .routing import broker_priority
 from .tokens import get_tokenizer
 from .validation import InvalidInput, clean_user_text
 
-log = logging.getLogger(__name__)
-
 
 def preprocess_request(request_id: str) -> str | None:
-    """Returns the queue the request went to next, or None when it ended here (or had
-    already been through here: a redelivered task does nothing)."""
+    """Returns the queue the request goes on to (sent from here, or by the web tier when
+    its rows commit after this), or None when it ended here (or had already been through
+    here: a redelivered task does nothing)."""
     client = get_redis()
     spec, cancelled = load_with_cancel(client, request_id)
     if spec is not None and spec.prompt_token_ids:
@@ -51,30 +48,25 @@ def preprocess_request(request_id: str) -> str | None:
             failure = ("prompt_too_long", str(exc))
         except (InvalidInput, ValueError) as exc:
             failure = (getattr(exc, "code", "invalid_message"), str(exc))
-    # The web tier enqueued this before storing the message rows (services.request_enqueue):
-    # nothing reaches the database or the next tier until they are committed.
-    stored = services.wait_stored(client, request_id)
-    if not stored:
-        log.warning("request %s dropped: its message rows were %s", request_id,
-                    "rolled back" if stored is False else "not announced in time")
-        return None
+    # The web tier enqueued this before storing the message rows: the request goes on
+    # (or fails) once both the rows and the prompt are done, by whichever comes second.
     if failure:
-        services.request_fail(request_id=request_id, code=failure[0], message=failure[1])
+        handoff.report(client, request_id, handoff.cpu_failed(*failure))
         return None
     spec.prompt_token_ids = prompt.token_ids
     spec.cache_salt = f"tenant:{spec.tenant_id}"
     spec.system_prompt, spec.prompt_messages = "", []  # the ids replace them for every later tier
-    queue = f"colocated.{spec.prefill_pool}" if spec.colocated else f"prefill.{spec.prefill_pool}"
-    from .tasks import colocated, prefill
+    task = "colocated" if spec.colocated else "prefill"
+    queue = f"{task}.{spec.prefill_pool}"
 
-    # The spec must be in Redis before the model tier can fetch it: store it, and mark the
-    # stream, in one round trip, then enqueue.
-    pipe = client.pipeline(transaction=False)
-    save(pipe, spec)
-    streams.append(pipe, request_id, [streams.status_record("prefilling", f"queued on {queue}")])
-    pipe.execute()
-    publish.send(colocated if spec.colocated else prefill, [request_id], queue=queue,
-                 priority=broker_priority(spec.priority))
+    def state(pipe):
+        # The spec the model tier fetches, and the stream's progress record, in the same
+        # transaction as the report.
+        save(pipe, spec)
+        streams.append(pipe, request_id, [streams.status_record("prefilling", f"queued on {queue}")])
+
+    handoff.report(client, request_id, handoff.cpu_ready(task=task, queue=queue,
+                                                         priority=broker_priority(spec.priority)), state)
     return queue
 
 

@@ -24,8 +24,8 @@ def listener(request_id: str) -> str:
     return f"{PREFIX}:listen:{request_id}"
 
 
-def stored(request_id: str) -> str:
-    return f"{PREFIX}:stored:{request_id}"
+def handoff(request_id: str) -> str:
+    return f"{PREFIX}:handoff:{request_id}"
 
 
 CANCEL_CHANNEL = f"{PREFIX}:cancel"

@@ -22,11 +22,6 @@ from .requests import REQUEST_TTL_S, RequestSpec
 
 CANCEL_TTL_S = 3600
 LISTENER_TTL_S = 30
-STORED_TTL_S = 600
-# How long the CPU tier waits to hear whether a request's message rows committed. The web
-# tier announces it a few ms after the enqueue; nothing is announced only when the web
-# process died in between, and then nobody is waiting for the reply either.
-STORED_WAIT_S = 5.0
 
 
 def request_keys(spec: RequestSpec) -> dict[str, tuple[str, float]]:
@@ -42,9 +37,10 @@ def request_enqueue(*, spec: RequestSpec) -> None:
     """Enqueue the CPU task of a request whose keys are stored, at once, before the
     caller stores the message rows: the CPU tier builds the prompt from the spec alone,
     so the web tier's INSERTs and COMMIT run while it works instead of before it (~3 ms
-    of the time to first token on the benchmark machine). The caller must then announce
-    the outcome with `request_stored`; the CPU tier sends the request on (or fails it)
-    only after a commit, so no tier ever looks for a message row that is not yet visible."""
+    of the time to first token on the benchmark machine). The caller must then report
+    the outcome with `request_stored`; the request goes on (or fails) only once both the
+    commit and the prompt are done (inference.handoff), so no tier ever looks for a
+    message row that is not yet visible."""
     from .routing import broker_priority
     from .tasks import preprocess
 
@@ -52,22 +48,11 @@ def request_enqueue(*, spec: RequestSpec) -> None:
 
 
 def request_stored(*, request_id: str, committed: bool) -> None:
-    """Announce whether an enqueued request's message rows committed (False: rolled
-    back, so the workers drop the request without touching the database)."""
-    key = keys.stored(request_id)
-    pipe = get_redis().pipeline(transaction=False)
-    pipe.rpush(key, "1" if committed else "0")
-    pipe.expire(key, STORED_TTL_S)
-    pipe.execute()
+    """The web tier's report: the request's message rows committed (or were rolled
+    back, and the request is dropped without touching the database). See handoff."""
+    from . import handoff
 
-
-def wait_stored(client, request_id: str, timeout_s: float = STORED_WAIT_S) -> bool | None:
-    """True once the request's rows are committed, False if they were rolled back, None
-    if nothing was announced within `timeout_s`. BLMOVE from the list onto itself reads
-    the announcement without consuming it, so a redelivered task can ask again."""
-    key = keys.stored(request_id)
-    value = client.blmove(key, key, timeout_s, "LEFT", "RIGHT")
-    return None if value is None else value == b"1"
+    handoff.report(get_redis(), request_id, handoff.web_report(committed))
 
 
 def listener_touch(*, request_id: str) -> None:

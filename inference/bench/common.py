@@ -595,9 +595,10 @@ def _entry_ms(entry_id) -> float:
 def stage_times(client, trace: Trace) -> dict:
     """Split a request's TTFT by what it left in Redis (no extra instrumentation):
 
-    web       client send -> spec.enqueued_at (consumer, admission, DB rows; just
-              before the commit and the CPU task's enqueue)
-    cpu       -> the `status: prefilling` record (commit, broker, CPU task; ms precision)
+    web       client send -> spec.enqueued_at (consumer, executor thread, token
+              estimate; set just before the admission script, which stores the spec)
+    cpu       -> the `status: prefilling` record (admission, Celery publish, broker, CPU
+              task, waiting for the web tier's commit; ms precision)
     prefill   -> token 0's `ts` (broker, prefill queue, batcher, forward, detokenize)
     deliver   -> the client's first token frame (XADD, the consumer's XREAD, websocket)
     And from the `end` record: engine, the prefill engine's share of the TTFT (waiting for
@@ -700,12 +701,13 @@ def monitor_timeline(lines: list[tuple[float, str]], trace: Trace) -> dict:
     admit        the web tier's quota script (admission; the last one before the spec is stored)
     web_spec     the web tier stored the request spec (before it writes the message rows)
     cpu_enqueue  LPUSH of the preprocess task onto `cpu`
-    stored       the web tier announced its rows committed (RPUSH; in parallel with the CPU tier)
+    stored       the web tier reported its rows committed (its RPUSH to the hand-off list;
+                 beside the CPU tier)
     cpu_fetched  the CPU worker took it off the queue (kombu's unacked bookkeeping)
     cpu_start    the task body started (GET of the request spec)
-    cpu_wait     the prompt is built; the CPU tier waits for the announcement (BLMOVE)
-    cpu_spec     the CPU tier stored the prompt ids
-    cpu_done     LPUSH of the prefill task
+    cpu_spec     the CPU tier stored the prompt ids (with its hand-off report)
+    cpu_done     LPUSH of the prefill task (by the CPU tier, or by the web tier when its
+                 commit came second)
     pf_fetched   the prefill worker took it off the queue
     pf_start     the prefill task body started (GET of the spec)
     tok0         XADD of token 0 to the stream (after the forward and detokenizing)
@@ -713,7 +715,7 @@ def monitor_timeline(lines: list[tuple[float, str]], trace: Trace) -> dict:
     rid = trace.message_id
     if not rid:
         return {}
-    spec_key, stream_key, stored_key = f"tandem:req:{rid}", f"tandem:stream:{rid}", f"tandem:stored:{rid}"
+    spec_key, stream_key, handoff_key = f"tandem:req:{rid}", f"tandem:stream:{rid}", f"tandem:handoff:{rid}"
     marks: dict[str, float] = {}
     gets = sets = 0
     for t, line in lines:
@@ -730,10 +732,8 @@ def monitor_timeline(lines: list[tuple[float, str]], trace: Trace) -> dict:
             marks.setdefault("web_spec" if sets == 1 else "cpu_spec", t)
         elif cmd == "LPUSH" and key.split(":")[0] == "cpu":
             marks.setdefault("cpu_enqueue", t)
-        elif cmd == "RPUSH" and key == stored_key:
+        elif cmd == "RPUSH" and key == handoff_key and '\\"party\\": \\"web\\"' in line:
             marks.setdefault("stored", t)
-        elif cmd == "BLMOVE" and key == stored_key:
-            marks.setdefault("cpu_wait", t)
         elif cmd == "LPUSH" and key.startswith("prefill."):
             marks.setdefault("cpu_done", t)
         elif cmd in ("HSET", "ZADD") and "unacked" in key:
@@ -757,9 +757,8 @@ MONITOR_STAGES = [
     ("web_store", "cpu_enqueue", "stored", "(beside the CPU tier) message rows, COMMIT, announcement"),
     ("cpu_broker", "cpu_enqueue", "cpu_fetched", "Redis broker -> CPU worker"),
     ("cpu_dispatch", "cpu_fetched", "cpu_start", "Celery starts the task"),
-    ("cpu_prompt", "cpu_start", "cpu_wait", "spec + cancel flag (one round trip), build_prompt; no DB reads"),
-    ("cpu_stored", "cpu_wait", "cpu_spec", "waiting for the web tier's commit (one round trip when it came first)"),
-    ("cpu_publish", "cpu_spec", "cpu_done", "spec, status record, Celery publish to prefill"),
+    ("cpu_prompt", "cpu_start", "cpu_spec", "spec + cancel flag (one round trip), build_prompt; no DB reads"),
+    ("cpu_publish", "cpu_spec", "cpu_done", "hand-off report (spec, status), Celery publish to prefill"),
     ("pf_broker", "cpu_done", "pf_fetched", "Redis broker -> prefill worker"),
     ("pf_dispatch", "pf_fetched", "pf_start", "Celery hands the task to a pool thread"),
     ("pf_task", "pf_start", "tok0", "spec, batcher, forward + sampling (engine), detokenize, XADD"),

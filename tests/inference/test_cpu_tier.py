@@ -1,6 +1,6 @@
 """The CPU tier builds the prompt from the request's spec alone (no database reads on the
 way to the first token), sends the request on once and only after the web tier's rows
-are committed, and fails bad input.
+are committed (whichever of the two finishes second sends it), and fails bad input.
 
 The prefill queue here belongs to a pool no worker serves, so whatever is enqueued stays
 there to be counted (and is deleted afterwards)."""
@@ -108,30 +108,53 @@ def test_bad_input_fails_the_request_and_sends_nothing_on(pool, messages, limit,
     assert queued(pool) == 0
 
 
-def _blocked_on_blmove(client) -> bool:
-    return any(c.get("cmd") == "blmove" and "b" in c.get("flags", "") for c in client.client_list())
-
-
-def test_nothing_is_sent_on_before_the_web_tier_announces_its_commit(pool):
-    from concurrent.futures import ThreadPoolExecutor
-
-    from tandem.processes import wait_for
-
+def test_nothing_is_sent_on_until_the_web_tier_reports_its_commit(pool):
+    # The CPU tier finishes first: it stores the prompt and goes on to other work; the web
+    # tier's report of its commit completes the pair and sends the request on.
     spec = make_spec(pool, [{"role": "user", "content": "Hello"}], stored=False)
-    client = get_redis()
-    with ThreadPoolExecutor(1) as ex:
-        result = ex.submit(preprocess_request, spec.request_id)
-        # The prompt is built, then the tier waits (blocked in Redis) for the announcement.
-        wait_for(lambda: _blocked_on_blmove(client), timeout=10, what="the CPU tier waiting for the commit")
-        assert queued(pool) == 0 and streams.read_all(client, spec.request_id) == []
-        request_stored(request_id=spec.request_id, committed=True)
-        assert result.result(timeout=10) == f"prefill.{pool}"
+    assert preprocess_request(spec.request_id) == f"prefill.{pool}"
+    assert queued(pool) == 0
+    assert load(get_redis(), spec.request_id).prompt_token_ids  # ready for the prefill tier
+    request_stored(request_id=spec.request_id, committed=True)
     assert queued(pool) == 1
 
 
 def test_a_rolled_back_submission_is_dropped_without_touching_the_database(pool):
     # No django_db mark: a request_fail (a database write) would fail this test.
-    spec = make_spec(pool, [{"role": "user", "content": "Hello"}], stored=False)
-    request_stored(request_id=spec.request_id, committed=False)
+    for web_first in (True, False):
+        spec = make_spec(pool, [{"role": "user", "content": "Hello"}], stored=False)
+        if web_first:
+            request_stored(request_id=spec.request_id, committed=False)
+        preprocess_request(spec.request_id)
+        if not web_first:
+            request_stored(request_id=spec.request_id, committed=False)
+        assert queued(pool) == 0
+        assert [r["type"] for r in streams.read_all(get_redis(), spec.request_id)] == ["status"]
+
+
+@pytest.mark.django_db
+def test_a_bad_request_is_failed_by_the_web_tiers_report_when_it_commits_last(pool):
+    tenant = make_tenant().tenant
+    conversation = Conversation.objects.create(tenant=tenant, channel="widget")
+    reply = Message.objects.create(conversation=conversation, role="assistant", status="queued")
+    spec = make_spec(pool, [{"role": "user", "content": "\x00\x07"}], tenant_id=tenant.pk,
+                     request_id=str(reply.pk), stored=False)
     assert preprocess_request(spec.request_id) is None
-    assert queued(pool) == 0 and streams.read_all(get_redis(), spec.request_id) == []
+    reply.refresh_from_db()
+    assert reply.status == "queued"  # the CPU tier touched no row
+    request_stored(request_id=spec.request_id, committed=True)
+    reply.refresh_from_db()
+    assert reply.status == "failed" and reply.error.startswith("empty_message:")
+    [error] = streams.read_all(get_redis(), spec.request_id)
+    assert error["type"] == "error" and error["code"] == "empty_message"
+
+
+def test_a_repeated_report_never_sends_the_request_on_twice(pool):
+    from inference import handoff
+
+    spec = make_spec(pool, [{"role": "user", "content": "Hello"}])  # the web tier reported first
+    ready = handoff.cpu_ready(task="prefill", queue=f"prefill.{pool}", priority=4)
+    handoff.report(get_redis(), spec.request_id, ready)
+    handoff.report(get_redis(), spec.request_id, ready)  # a redelivered task's report
+    request_stored(request_id=spec.request_id, committed=True)  # and a repeated web report
+    assert queued(pool) == 1
