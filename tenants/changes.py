@@ -2,11 +2,13 @@
 its quota and allocation, the compute pools, its API keys.
 
 Every save or delete of one of those rows increments a counter in Redis once its
-transaction commits. A long-lived websocket keeps the key and tenant it loaded and, before
-each message, compares the counter with the value it read them at: one GET instead of
-re-reading four tables, and an operator's change (a new allocation, a revoked key) still
-reaches the very next message. The counter is global rather than per tenant because a
-pool change concerns every tenant allocated to it, and changes are rare.
+transaction commits. A long-lived websocket keeps the key and tenant it loaded with the
+counter's value at that moment, and each message's admission script checks that value
+(`quotas.admit(if_current=...)`, no extra round trip): instead of re-reading four tables
+per message, the key is read again only when a change was counted, and an operator's
+change (a new allocation, a revoked key) still reaches the very next message. The
+counter is global rather than per tenant because a pool change concerns every tenant
+allocated to it, and changes are rare.
 
 Writes that bypass the ORM's signals (`QuerySet.update()`, raw SQL) do not count; that
 is what the readers' maximum age (settings.TANDEM_TENANT_REFRESH_S) is for."""
