@@ -54,8 +54,8 @@ def worker_argv(role: str, pool: str, *, concurrency: int) -> list[str]:
     thread per task: their tasks wait on the engine, which batches them."""
     queue = "cpu" if role == "cpu" else f"{role}.{pool}"
     pool_args = ["-P", "solo"] if concurrency == 1 else ["-P", "threads", "-c", str(concurrency)]
-    return [sys.executable, "-m", "celery", "-A", "tandem", "worker", "-Q", queue, *pool_args, "-n", f"{role}.{pool}@%h", "--without-gossip",
-            "--without-mingle", "-l", "INFO"]
+    return [sys.executable, "-m", "celery", "-A", "tandem", "worker", "-Q", queue, *pool_args,
+            "-n", f"{role}.{pool}@%h", "--without-gossip", "--without-mingle", "-l", "INFO"]
 
 
 def devstack_workers(cores: list[int]) -> list[tuple[str, list[str], dict[str, str]]]:

@@ -238,7 +238,8 @@ def bench_site(name: str, *, redis_url: str | None = None, db_url: str | None = 
     `redis_url`; a shared one would let other sessions' workers take this run's tasks),
     a fresh SQLite file under var/bench/ (unless `db_url`; `db_url="postgres"` makes a
     throwaway PostgreSQL database on 127.0.0.1:5432 and drops it at the end), the model
-    every process loads (`model_dir`), then django.setup() and migrate. Yields a BenchSite; stops what it started."""
+    every process loads (`model_dir`), then django.setup() and migrate. Yields a
+    BenchSite; stops what it started."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run_dir = BENCH_DIR / f"{name}-{stamp}-{os.getpid()}"
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -598,7 +599,7 @@ def stage_times(client, trace: Trace) -> dict:
     web       client send -> spec.enqueued_at (consumer, executor thread, token
               estimate; set just before the admission script, which stores the spec)
     cpu       -> the `status: prefilling` record (admission, Celery publish, broker, CPU
-              task, waiting for the web tier's commit; ms precision)
+              task up to its hand-off report; ms precision)
     prefill   -> token 0's `ts` (broker, prefill queue, batcher, forward, detokenize)
     deliver   -> the client's first token frame (XADD, the consumer's XREAD, websocket)
     And from the `end` record: engine, the prefill engine's share of the TTFT (waiting for
@@ -698,8 +699,8 @@ _CMD_RE = re.compile(r'^\[\d+ [^\]]*\] "([A-Za-z]+)"(?: "([^"]*)")?')
 def monitor_timeline(lines: list[tuple[float, str]], trace: Trace) -> dict:
     """One request's milestones from MONITOR lines (server time, seconds):
 
-    admit        the web tier's quota script (admission; the last one before the spec is stored)
-    web_spec     the web tier stored the request spec (before it writes the message rows)
+    admit        the web tier's quota script (admission, which stores the spec)
+    web_spec     the script's SET of the request spec (before the message rows are written)
     cpu_enqueue  LPUSH of the preprocess task onto `cpu`
     stored       the web tier reported its rows committed (its RPUSH to the hand-off list;
                  beside the CPU tier)
@@ -751,10 +752,10 @@ def monitor_timeline(lines: list[tuple[float, str]], trace: Trace) -> dict:
 
 
 MONITOR_STAGES = [
-    ("ingress", "t_send", "admit", "websocket frame -> consumer -> executor thread; tenant, route, token estimate, admit"),
-    ("web_spec", "admit", "web_spec", "spec built, stored with the listener key"),
+    ("ingress", "t_send", "admit", "websocket frame -> consumer -> executor thread; route, spec, token estimate"),
+    ("web_spec", "admit", "web_spec", "admission script until it stores the spec (and listener lease)"),
     ("web_publish", "web_spec", "cpu_enqueue", "Celery publish to the CPU tier"),
-    ("web_store", "cpu_enqueue", "stored", "(beside the CPU tier) message rows, COMMIT, announcement"),
+    ("web_store", "cpu_enqueue", "stored", "(beside the CPU tier) message rows, COMMIT, hand-off report"),
     ("cpu_broker", "cpu_enqueue", "cpu_fetched", "Redis broker -> CPU worker"),
     ("cpu_dispatch", "cpu_fetched", "cpu_start", "Celery starts the task"),
     ("cpu_prompt", "cpu_start", "cpu_spec", "spec + cancel flag (one round trip), build_prompt; no DB reads"),

@@ -101,7 +101,8 @@ class EngineAlone:
     together share a forward) on one core, a DecodeEngine (continuous batching) on
     another, the prompt's KV handed over in memory instead of through the KV store."""
 
-    def __init__(self, *, model_dir, dtype: str, prefill_core: int, decode_core: int, decode_slots: int, max_context: int):
+    def __init__(self, *, model_dir, dtype: str, prefill_core: int, decode_core: int, decode_slots: int,
+                 max_context: int):
         from inference.engine.config import EngineConfig
         from inference.engine.decode import DecodeEngine
         from inference.engine.loader import load_model

@@ -177,8 +177,8 @@ def chat_submit(
         raise QuotaRefused(admission)
     try:
         # Enqueued before the rows are written: the CPU tier prepares the prompt while
-        # they are, and sends the request on only once they are committed (announced
-        # below; see inference.services.request_enqueue).
+        # they are; the request goes on once both are done, by whichever finishes second
+        # (the commit is reported below; see inference.handoff).
         pipeline.request_enqueue(spec=spec)
         with transaction.atomic():
             if conversation is None:
