@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from . import handoff, streams
+from . import handoff, services, streams
 from .engine.prompting import PromptTooLong, build_prompt
 from .redis_client import get_redis
 from .requests import RequestSpec, load_with_cancel, save
@@ -65,8 +65,13 @@ def preprocess_request(request_id: str) -> str | None:
         save(pipe, spec)
         streams.append(pipe, request_id, [streams.status_record("prefilling", f"queued on {queue}")])
 
-    handoff.report(client, request_id, handoff.cpu_ready(task=task, queue=queue,
-                                                         priority=broker_priority(spec.priority)), state)
+    done = handoff.report(client, request_id, handoff.cpu_ready(task=task, queue=queue,
+                                                                priority=broker_priority(spec.priority)), state)
+    if done == handoff.SENT:
+        # The rows are committed (this report completed the pair). Written after the
+        # send, off the way to the first token. When the web tier's commit completes the
+        # pair instead, the status goes from "queued" straight to "decoding".
+        services.message_set_status(request_id=request_id, status="prefilling")
     return queue
 
 

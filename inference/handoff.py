@@ -22,6 +22,7 @@ from . import keys
 
 KEY_TTL_S = 600
 WEB, CPU = "web", "cpu"
+SENT, FAILED, DROPPED = "sent", "failed", "dropped"
 
 
 def web_report(committed: bool) -> dict:
@@ -39,9 +40,11 @@ def cpu_failed(code: str, message: str) -> dict:
 
 
 def report(client: redis.Redis, request_id: str, outcome: dict,
-           with_state: Callable[[redis.client.Pipeline], None] | None = None) -> None:
+           with_state: Callable[[redis.client.Pipeline], None] | None = None) -> str | None:
     """Append this party's `outcome` (and write `with_state`'s commands in the same
-    transaction); if that completes the pair, act on both outcomes."""
+    transaction); if that completes the pair, act on both outcomes. Returns what this
+    call did: SENT, FAILED, DROPPED, or None when the pair is not complete (or was
+    already)."""
     key = keys.handoff(request_id)
     pipe = client.pipeline(transaction=True)
     if with_state is not None:
@@ -53,20 +56,26 @@ def report(client: redis.Redis, request_id: str, outcome: dict,
     reports = [json.loads(e) for e in entries]
     before = {r["party"] for r in reports[: length - 1]}
     if before != {WEB, CPU} and {r["party"] for r in reports} == {WEB, CPU}:
-        _act(request_id, reports)  # this report completed the pair (a repeat never does)
+        return _act(client, request_id, reports)  # this report completed the pair (a repeat never does)
+    return None
 
 
-def _act(request_id: str, reports: list[dict]) -> None:
+def _act(client: redis.Redis, request_id: str, reports: list[dict]) -> str:
     web = next(r for r in reports if r["party"] == WEB)
     cpu = next(r for r in reports if r["party"] == CPU)
     if not web["committed"]:
-        return  # rolled back: no rows, nobody waiting; the spec and stream expire
+        # Rolled back: no rows and nobody waiting (the web tier answered with an error).
+        # Nothing reads the request's keys again (the hand-off record stays until it
+        # expires, so a repeated report still finds the pair complete).
+        client.delete(keys.request(request_id), keys.stream(request_id), keys.listener(request_id))
+        return DROPPED
     if "failed" in cpu:
         from . import services
 
         code, message = cpu["failed"]
         services.request_fail(request_id=request_id, code=code, message=message)
-        return
+        return FAILED
     from . import publish, tasks
 
     publish.send(getattr(tasks, cpu["task"]), [request_id], queue=cpu["queue"], priority=cpu["priority"])
+    return SENT

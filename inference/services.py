@@ -74,10 +74,16 @@ def is_cancelled(*, request_id: str) -> bool:
     return bool(get_redis().exists(keys.cancel(request_id)))
 
 
+# A message's progress, in order. Tiers report it from different processes, and a later
+# tier can report before an earlier one (the prefill tier may be done before the CPU tier
+# writes "prefilling"), so a status only ever moves forward.
+_PROGRESS = [Message.Status.QUEUED, Message.Status.PREFILLING, Message.Status.DECODING]
+
+
 def message_set_status(*, request_id: str, status: str) -> None:
-    Message.objects.filter(pk=request_id).exclude(
-        status__in=[Message.Status.DONE, Message.Status.FAILED, Message.Status.CANCELLED]
-    ).update(status=status)
+    """Advance the message to `status` unless it is already there, further on, or final."""
+    earlier = _PROGRESS[: _PROGRESS.index(status)]
+    Message.objects.filter(pk=request_id, status__in=earlier).update(status=status)
 
 
 def request_fail(*, request_id: str, code: str, message: str) -> None:

@@ -11,8 +11,10 @@ import uuid
 
 import pytest
 from django.conf import settings
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from inference import streams
+from inference import keys, streams
 from inference.cpu_tier import preprocess_request
 from inference.engine.prompting import build_prompt
 from inference.redis_client import get_redis
@@ -54,17 +56,28 @@ def make_spec(pool: str, messages: list[dict], *, tenant_id: int = 1, request_id
     return spec
 
 
-# No django_db mark: any database access in these two tests fails them.
+@pytest.mark.django_db
 def test_a_follow_up_is_built_from_the_spec_alone_and_sent_on_to_its_prefill_pool(pool):
+    tenant = make_tenant().tenant
+    conversation = Conversation.objects.create(tenant=tenant, channel="widget")
+    reply = Message.objects.create(conversation=conversation, role="assistant", status="queued")
     spec = make_spec(pool, [
         {"role": "user", "content": "My parcel is late."},
         {"role": "system", "content": "Answer in one sentence."},  # an integrator's own instruction
         {"role": "assistant", "content": "Sorry to hear that! What is the order number?"},
         {"role": "assistant", "content": ""},  # a reply with no text is left out
         {"role": "user", "content": "  It is 1234.\x07 "},
-    ])
+    ], tenant_id=tenant.pk, request_id=str(reply.pk))
 
-    assert preprocess_request(spec.request_id) == f"prefill.{pool}"
+    with CaptureQueriesContext(connection) as queries:
+        assert preprocess_request(spec.request_id) == f"prefill.{pool}"
+
+    # No database reads: the one query is the status update, made after the request was
+    # sent on (its report completed the hand-off, the web tier having reported first).
+    [update] = [q["sql"] for q in queries.captured_queries]
+    assert update.startswith('UPDATE "chat_message" SET "status"')
+    reply.refresh_from_db()
+    assert reply.status == "prefilling"
 
     expected = build_prompt(get_tokenizer(), system_prompt=f"{SYSTEM}\n\nAnswer in one sentence.", history=[
         {"role": "user", "content": "My parcel is late."},
@@ -73,18 +86,25 @@ def test_a_follow_up_is_built_from_the_spec_alone_and_sent_on_to_its_prefill_poo
     ], max_prompt_tokens=min(1024, settings.TANDEM_MAX_CONTEXT - 16))
     stored = load(get_redis(), spec.request_id)
     assert stored.prompt_token_ids == expected.token_ids
-    assert stored.cache_salt == "tenant:1"
+    assert stored.cache_salt == f"tenant:{tenant.pk}"
     assert (stored.system_prompt, stored.prompt_messages) == ("", [])  # later tiers carry only the ids
     [status] = streams.read_all(get_redis(), spec.request_id)
     assert status["type"] == "status" and status["state"] == "prefilling"
     assert queued(pool) == 1
 
 
-def test_a_redelivered_task_does_not_send_the_request_on_twice(pool):
-    spec = make_spec(pool, [{"role": "user", "content": "Hello"}])
+@pytest.mark.django_db
+def test_a_status_never_moves_back_and_a_redelivered_task_sends_nothing_twice(pool):
+    tenant = make_tenant().tenant
+    conversation = Conversation.objects.create(tenant=tenant, channel="widget")
+    # The prefill tier may report "decoding" before the CPU tier reports "prefilling".
+    reply = Message.objects.create(conversation=conversation, role="assistant", status="decoding")
+    spec = make_spec(pool, [{"role": "user", "content": "Hello"}], tenant_id=tenant.pk, request_id=str(reply.pk))
     assert preprocess_request(spec.request_id) == f"prefill.{pool}"
     assert preprocess_request(spec.request_id) is None
     assert queued(pool) == 1
+    reply.refresh_from_db()
+    assert reply.status == "decoding"
 
 
 @pytest.mark.django_db
@@ -129,7 +149,10 @@ def test_a_rolled_back_submission_is_dropped_without_touching_the_database(pool)
         if not web_first:
             request_stored(request_id=spec.request_id, committed=False)
         assert queued(pool) == 0
-        assert [r["type"] for r in streams.read_all(get_redis(), spec.request_id)] == ["status"]
+        # Nothing reads the request again: its spec, stream and listener lease are gone.
+        client = get_redis()
+        assert not client.exists(keys.request(spec.request_id), keys.stream(spec.request_id),
+                                 keys.listener(spec.request_id))
 
 
 @pytest.mark.django_db
