@@ -81,11 +81,12 @@ class SequenceFollower:
             cached = stats.cached_tokens
         ttft_ms = meta.get("ttft_ms")
         duration_ms = (time.time() - spec.enqueued_at) * 1000
-        services.request_finish(
+        if not services.request_finish(
             spec=spec, text="".join(self.parts), finish_reason=reason, prompt_tokens=prompt,
             cached_tokens=cached, completion_tokens=completion, ttft_ms=ttft_ms, duration_ms=duration_ms,
             prefill_worker=meta.get("prefill_worker", ""), decode_worker=decode_worker,
-        )
+        ):
+            return  # already final (failed while it waited): its stream is closed
         flushed = threading.Event()
         self.rt.publisher.put(spec.request_id, streams.end_record(
             reason, usage_dict(prompt=prompt, completion=completion, cached=cached),

@@ -45,12 +45,12 @@ def finish_early(rt: Runtime, spec: RequestSpec, *, reason: str, text: str = "",
     first token): persist, then close the stream."""
     duration = (time.time() - spec.enqueued_at) * 1000
     usage = usage_dict(prompt=len(spec.prompt_token_ids), completion=completion, cached=cached)
-    services.request_finish(
+    if services.request_finish(
         spec=spec, text=text, finish_reason=reason, prompt_tokens=usage["prompt_tokens"],
         cached_tokens=cached, completion_tokens=completion, ttft_ms=ttft_ms, duration_ms=duration,
         prefill_worker=rt.name, decode_worker="",
-    )
-    streams.publish(rt.client, spec.request_id, [streams.end_record(reason, usage)])
+    ):
+        streams.publish(rt.client, spec.request_id, [streams.end_record(reason, usage)])
 
 
 def usage_dict(*, prompt: int, completion: int, cached: int) -> dict:

@@ -6,10 +6,11 @@ after the engine reports the end, never inside the decode loop."""
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from tandem.chat.models import Message
@@ -20,6 +21,7 @@ from . import keys, publish, streams
 from .redis_client import get_redis
 from .requests import REQUEST_TTL_S, RequestSpec
 
+log = logging.getLogger(__name__)
 CANCEL_TTL_S = 3600
 LISTENER_TTL_S = 30
 
@@ -81,34 +83,45 @@ _PROGRESS = [Message.Status.QUEUED, Message.Status.PREFILLING, Message.Status.DE
 
 
 def message_set_status(*, request_id: str, status: str) -> None:
-    """Advance the message to `status` unless it is already there, further on, or final."""
+    """Advance the message to `status` unless it is already there, further on, or final.
+    Best effort: tiers call this after sending the request on, and a failed progress
+    write must not fail a request that is already running (its finish writes the row)."""
     earlier = _PROGRESS[: _PROGRESS.index(status)]
-    Message.objects.filter(pk=request_id, status__in=earlier).update(status=status)
+    try:
+        Message.objects.filter(pk=request_id, status__in=earlier).update(status=status)
+    except DatabaseError:
+        log.warning("could not mark %s %s", request_id, status, exc_info=True)
 
 
-def request_fail(*, request_id: str, code: str, message: str) -> None:
-    """Close the stream with an error record and mark the message failed (idempotent: a
-    message already final is left as it is)."""
-    updated = Message.objects.filter(pk=request_id).exclude(
-        status__in=[Message.Status.DONE, Message.Status.FAILED, Message.Status.CANCELLED]
-    ).update(status=Message.Status.FAILED, error=f"{code}: {message}", finished_at=timezone.now())
+def request_fail(*, request_id: str, code: str, message: str) -> bool:
+    """Close the stream with an error record and mark the message failed. Idempotent: a
+    message already final is left as it is, and False says so."""
+    updated = Message.objects.filter(pk=request_id, status__in=_PROGRESS).update(
+        status=Message.Status.FAILED, error=f"{code}: {message}", finished_at=timezone.now())
     if updated:
         streams.publish(get_redis(), request_id, [streams.error_record(code, message)])
     _quota_release(request_id=request_id)
+    return bool(updated)
 
 
 def request_finish(
     *, spec: RequestSpec, text: str, finish_reason: str, prompt_tokens: int, cached_tokens: int,
     completion_tokens: int, ttft_ms: float | None, duration_ms: float, prefill_worker: str,
     decode_worker: str,
-) -> None:
+) -> bool:
+    """Write the reply, its UsageRecord and the quota's real count. False, with nothing
+    written, when the message is already final: failed while it waited (a timeout, whose
+    error record already closed the stream and released the quota), or finished by an
+    earlier run of a redelivered task. The caller then writes no end record."""
     status = Message.Status.CANCELLED if finish_reason == "cancelled" else Message.Status.DONE
     with transaction.atomic():
-        Message.objects.filter(pk=spec.request_id).update(
+        updated = Message.objects.filter(pk=spec.request_id, status__in=_PROGRESS).update(
             content=text, status=status, prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens, finish_reason=finish_reason,
             ttft_ms=ttft_ms, duration_ms=duration_ms, finished_at=timezone.now(),
         )
+        if not updated:
+            return False
         UsageRecord.objects.update_or_create(
             message_id=uuid.UUID(spec.request_id),
             defaults=dict(
@@ -119,6 +132,7 @@ def request_finish(
             ),
         )
     _quota_reconcile(spec=spec, actual_tokens=prompt_tokens + completion_tokens)
+    return True
 
 
 def _quota_reconcile(*, spec: RequestSpec, actual_tokens: int) -> None:

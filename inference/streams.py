@@ -140,9 +140,13 @@ async def tail(
     aredis, request_id: str, *, after_index: int = -1, block_ms: int = 1000
 ) -> AsyncIterator[dict[str, Any]]:
     """Yield a stream's records from the start, skipping tokens at or before
-    `after_index` (resume), until the terminal record. Waits (XREAD BLOCK) for more."""
+    `after_index` (resume), until the terminal record. Waits (XREAD BLOCK) for more.
+
+    A token index is yielded once: a task redelivered after its worker died writes the
+    indices it had already written again (acks are late), and the reader keeps the first."""
     name = keys.stream(request_id)
     last_id = "0-0"
+    last_index = after_index
     while True:
         response = await aredis.xread({name: last_id}, count=256, block=block_ms)
         if not response:
@@ -151,8 +155,10 @@ async def tail(
         for entry_id, fields in response[0][1]:
             last_id = entry_id
             rec = decode_record(fields)
-            if rec["type"] == "token" and rec["index"] <= after_index:
-                continue
+            if rec["type"] == "token":
+                if rec["index"] <= last_index:
+                    continue
+                last_index = rec["index"]
             yield rec
             if rec["type"] in TERMINAL:
                 return

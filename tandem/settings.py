@@ -215,6 +215,10 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 # How long a request may wait for its first token before the client is told it failed
 # (no live worker, or all workers saturated).
 TANDEM_QUEUE_TIMEOUT_S = float(os.environ.get("TANDEM_QUEUE_TIMEOUT_S", "120"))
+# How long a reply that has started may go without a token before the client is told it
+# failed (the worker generating it died). Longer than the queue timeout: a started reply
+# legitimately waits in silence for a decode slot when every slot is taken.
+TANDEM_STALL_TIMEOUT_S = float(os.environ.get("TANDEM_STALL_TIMEOUT_S", "300"))
 TANDEM_MAX_CONTEXT = int(os.environ.get("TANDEM_MAX_CONTEXT", "2048"))
 # An open websocket keeps the key and tenant (quota, allocation, system prompt) it read
 # and re-reads them when tenants.changes counts a change (any save through the ORM: the

@@ -34,7 +34,7 @@ def platform(django_db_setup, django_db_blocker, model_dir):
                               "TANDEM_MAX_BATCH": str(DECODE_SLOTS), "TANDEM_CPU_AFFINITY": "1"}),
     ]
     with running_platform(db_url=database_url(connection.settings_dict), model_dir=model_dir,
-                          workers=workers, extra_env={"TANDEM_QUEUE_TIMEOUT_S": "8"},
+                          workers=workers, extra_env={"TANDEM_QUEUE_TIMEOUT_S": "8", "TANDEM_STALL_TIMEOUT_S": "20"},
                           log_dir=new_log_dir("tests")) as p:
         yield p
 

@@ -30,6 +30,7 @@ ERROR_STATUS = {
     "timeout": (503, "timeout"),
     "expired": (503, "expired"),
     "cancelled": (409, "cancelled"),
+    "stream_expired": (410, "stream_expired"),
 }
 FINISH = {"stop": "stop", "length": "length", "context": "length", "cancelled": "stop"}
 

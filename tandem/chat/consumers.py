@@ -1,9 +1,9 @@
 """The chat websocket, `/ws/chat/?key=<widget key>`. Protocol: docs/protocol.md.
 
 Thin: it authenticates, parses frames and calls chat services; replies are read from the
-request's Redis Stream (`inference.streams.tail`) and forwarded as they arrive. Each
-request being followed has its own asyncio task, so one socket can follow several, and
-a bad frame never stops the others."""
+request's Redis Stream (through `ReplyFollower`, as the REST views read them) and
+forwarded as they arrive. Each request being followed has its own asyncio task, so one
+socket can follow several, and a bad frame never stops the others."""
 
 from __future__ import annotations
 
@@ -16,9 +16,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from inference import keys, streams
+from inference import keys
 from inference.redis_client import get_async_redis
-from inference.services import LISTENER_TTL_S
 from inference.validation import InvalidInput
 from tenants import changes
 from tenants.models import ApiKey
@@ -26,6 +25,7 @@ from tenants.services import AuthenticationFailed, api_key_authenticate, origin_
 
 from . import services
 from .models import Conversation
+from .replies import EXPIRED, ReplyFollower
 
 MAX_FRAME_BYTES = 64 * 1024
 CLOSE_UNAUTHORIZED, CLOSE_FORBIDDEN = 4401, 4403
@@ -156,7 +156,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except services.NotFound as exc:
             await self._error(exc.code, str(exc))
             return
-        self._follow(str(msg.pk), after=after, served=True)
+        request_id = str(msg.pk)
+        if msg.is_final and not await self.redis.exists(keys.stream(request_id)):
+            # Finished long ago: its stream expired, and nothing more will be written.
+            await self._send(_frame(request_id, EXPIRED))
+            return
+        self._follow(request_id, after=after, served=True)
 
     def _follow(self, request_id: str, *, after: int, served: bool):
         old = self.followers.pop(request_id, None)
@@ -165,38 +170,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.followers[request_id] = asyncio.create_task(self._forward(request_id, after, served))
 
     async def _forward(self, request_id: str, after: int, served: bool):
-        """Tail the request's stream and forward each record; give up with an error if
-        no token comes within the queue timeout (no worker picked the request up)."""
-        deadline = time.monotonic() + settings.TANDEM_QUEUE_TIMEOUT_S
-        seen_token = after >= 0
-        gave_up = False
-        last_touch = 0.0
+        """Forward the request's records as frames until its end or error (a silent
+        stream ends in an error too: see ReplyFollower)."""
+        follower = ReplyFollower(self.redis, request_id, served=served, after_index=after)
         try:
-            async for rec in streams.tail(self.redis, request_id, after_index=after):
-                now = time.monotonic()
-                kind = rec["type"]
-                if kind == "token":
-                    seen_token = True
-                    await self._send({"type": "token", "message": request_id, "index": rec["index"],
-                                      "text": rec["text"]})
-                elif kind == "end":
-                    await self._send({"type": "end", "message": request_id,
-                                      "finish_reason": rec["finish_reason"], "usage": rec["usage"]})
-                elif kind == "error":
-                    await self._send({"type": "error", "code": rec["code"], "message": request_id,
-                                      "detail": rec["message"]})
-                elif kind == "status":
-                    await self._send({"type": "status", "message": request_id, "state": rec["state"],
-                                      "detail": rec.get("detail", "")})
-                elif kind == "idle" and not seen_token and not gave_up and now > deadline:
-                    gave_up = True
-                    await database_sync_to_async(_give_up)(request_id, served)
-                    # the error record written by _give_up arrives through the stream next
-                # Keep the listener lease alive, after the frame went out: the first token
-                # does not wait on this round trip.
-                if now - last_touch > LISTENER_TTL_S / 3:
-                    await self.redis.set(keys.listener(request_id), "1", ex=LISTENER_TTL_S)
-                    last_touch = now
+            async for rec in follower.records():
+                await self._send(_frame(request_id, rec))
         except asyncio.CancelledError:
             pass
         finally:
@@ -212,10 +191,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
         await self._send({"type": "error", "code": code, "message": text, "detail": text, **extra})
 
 
-def _give_up(request_id: str, served: bool) -> None:
-    from inference import services as pipeline
 
-    pipeline.request_cancel(request_id=request_id)
-    code = "timeout" if served else "no_worker"
-    pipeline.request_fail(request_id=request_id, code=code,
-                          message="No worker picked up the request in time; please retry later.")
+def _frame(request_id: str, rec: dict) -> dict:
+    """A stream record as the protocol's frame about that request."""
+    kind = rec["type"]
+    if kind == "token":
+        return {"type": "token", "message": request_id, "index": rec["index"], "text": rec["text"]}
+    if kind == "end":
+        return {"type": "end", "message": request_id, "finish_reason": rec["finish_reason"], "usage": rec["usage"]}
+    if kind == "error":
+        return {"type": "error", "code": rec["code"], "message": request_id, "detail": rec["message"]}
+    return {"type": "status", "message": request_id, "state": rec["state"], "detail": rec.get("detail", "")}

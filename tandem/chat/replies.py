@@ -1,6 +1,6 @@
 """Following one reply from the web tier: tail its Redis Stream, keep the listener lease
-alive, and give up with a clear error when no worker picks the request up in time.
-Used by the REST views (the websocket consumer forwards records as they come)."""
+alive, and give up with a clear error when the stream goes silent for too long. Used by
+the websocket consumer and the REST views, so both surfaces behave the same."""
 
 from __future__ import annotations
 
@@ -14,43 +14,66 @@ from inference import keys, streams
 from inference import services as pipeline
 from inference.services import LISTENER_TTL_S
 
+EXPIRED = streams.error_record(
+    "stream_expired", "This reply's stream has expired; its final text is in the conversation's transcript.")
 
-def _give_up(request_id: str, served: bool) -> None:
+
+def _give_up(request_id: str, *, served: bool, stalled: bool) -> bool:
+    """Cancel and fail a request that went silent. False when it was already final (its
+    stream then holds nothing more to read: it expired)."""
     pipeline.request_cancel(request_id=request_id)
-    pipeline.request_fail(request_id=request_id, code="timeout" if served else "no_worker",
-                          message="No worker picked up the request in time; please retry later.")
+    if stalled:
+        code, text = "timeout", "The reply stopped arriving; please retry."
+    else:
+        code = "timeout" if served else "no_worker"
+        text = "No worker picked up the request in time; please retry later."
+    return pipeline.request_fail(request_id=request_id, code=code, message=text)
 
 
 class ReplyFollower:
+    """Records of one reply, in order, until its end or error record.
+
+    Silence is bounded: when no record comes for TANDEM_QUEUE_TIMEOUT_S before the first
+    token (no worker took the request), or for TANDEM_STALL_TIMEOUT_S after it (the worker
+    generating it died), the request is cancelled and failed, and its error record ends
+    the stream like any other. A reply that was already final and whose stream expired
+    gets a `stream_expired` error."""
+
     def __init__(self, aredis, request_id: str, *, served: bool = True, after_index: int = -1):
         self.aredis, self.request_id, self.served = aredis, request_id, served
         self.finished = False  # an end or error record was seen
         self._records = streams.tail(aredis, request_id, after_index=after_index)
-        self._deadline = time.monotonic() + settings.TANDEM_QUEUE_TIMEOUT_S
+        self._heard_at = time.monotonic()
         self._seen_token = after_index >= 0
         self._gave_up = False
-        self._last_touch = 0.0
+        self._touched_at = 0.0
 
     async def records(self) -> AsyncIterator[dict]:
-        """Token, status, end and error records, in order, until end or error."""
         async for rec in self._records:
             now = time.monotonic()
-            if now - self._last_touch > LISTENER_TTL_S / 3:
+            if rec["type"] != "idle":
+                self._heard_at = now
+            elif not self._gave_up and now - self._heard_at > self._patience():
+                self._gave_up = True
+                failed = await sync_to_async(_give_up)(self.request_id, served=self.served,
+                                                       stalled=self._seen_token)
+                # When it failed the request, its error record arrives through the stream next.
+                if not failed:
+                    rec = EXPIRED
+            if rec["type"] != "idle":
+                self._seen_token = self._seen_token or rec["type"] == "token"
+                self.finished = rec["type"] in streams.TERMINAL
+                yield rec
+                if self.finished:
+                    return
+            # Keep the listener lease alive, after the caller has sent the record on: the
+            # first token never waits on this round trip.
+            if now - self._touched_at > LISTENER_TTL_S / 3:
                 await self.aredis.set(keys.listener(self.request_id), "1", ex=LISTENER_TTL_S)
-                self._last_touch = now
-            kind = rec["type"]
-            if kind == "idle":
-                if not self._seen_token and not self._gave_up and now > self._deadline:
-                    self._gave_up = True
-                    await sync_to_async(_give_up)(self.request_id, self.served)
-                continue
-            if kind == "token":
-                self._seen_token = True
-            if kind in streams.TERMINAL:
-                self.finished = True
-            yield rec
-            if self.finished:
-                return
+                self._touched_at = now
+
+    def _patience(self) -> float:
+        return settings.TANDEM_STALL_TIMEOUT_S if self._seen_token else settings.TANDEM_QUEUE_TIMEOUT_S
 
     async def cancel(self) -> None:
         if not self.finished:

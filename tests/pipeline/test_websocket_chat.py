@@ -249,3 +249,35 @@ def test_a_tenant_over_its_request_rate_gets_a_rate_limited_frame_and_loses_noth
     contents = list(Message.objects.filter(conversation_id=conversation, role="user").values_list("content", flat=True))
     assert contents == ["First question"]
     assert Message.objects.get(pk=first_id).status == "done"
+
+
+def test_a_reply_that_goes_silent_after_its_first_tokens_ends_in_a_timeout_error(platform):
+    # The worker generating it died after token 0: nothing more comes. The platform's
+    # TANDEM_STALL_TIMEOUT_S is 20 s.
+    tenant = make_tenant()
+    conversation = Conversation.objects.create(tenant=tenant.tenant, channel="widget")
+    reply = Message.objects.create(conversation=conversation, role="assistant", status="decoding")
+    r = redis_lib.Redis.from_url(platform.env["REDIS_URL"])
+    streams.publish(r, str(reply.pk), [streams.token_record(0, "Hello", 1)])
+    with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+        chat.send({"type": "resume", "message": str(reply.pk), "after": -1})
+        frames = chat.recv_until(lambda f: f["type"] in ("end", "error"), timeout=60)
+    assert [f["type"] for f in frames] == ["token", "error"]
+    assert frames[-1]["code"] == "timeout" and frames[-1]["message"] == str(reply.pk)
+    reply.refresh_from_db()
+    assert reply.status == "failed"
+    assert r.exists(f"tandem:cancel:{reply.pk}")  # a worker that still holds it drops it
+
+
+def test_resuming_a_reply_whose_stream_expired_is_answered_at_once(platform):
+    tenant = make_tenant()
+    conversation = Conversation.objects.create(tenant=tenant.tenant, channel="widget")
+    reply = Message.objects.create(conversation=conversation, role="assistant", status="done",
+                                   content="Long answered.")
+    with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+        chat.send({"type": "resume", "message": str(reply.pk), "after": 3})
+        frame = chat.recv(timeout=5)  # well under the platform's 8 s queue timeout
+        assert frame == {"type": "error", "code": "stream_expired", "message": str(reply.pk),
+                         "detail": frame["detail"]}
+        _, frames = chat.ask("Still there?")  # the socket keeps working
+        assert frames[-1]["type"] == "end"
