@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from . import services
 from .models import Allocation, ApiKey, ComputePool, Membership, Quota, Tenant, UsageRecord
 
 
@@ -18,6 +19,10 @@ class TenantAdmin(admin.ModelAdmin):
     list_display = ("slug", "name", "is_active", "created_at")
     search_fields = ("slug", "name")
     inlines = [QuotaInline, AllocationInline]
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        services.tenant_ensure_setup(tenant=form.instance)  # inlines left empty save nothing
 
 
 @admin.register(ApiKey)

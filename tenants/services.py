@@ -50,6 +50,16 @@ def pools_ensure_defaults() -> tuple[ComputePool, ComputePool]:
     return prefill, decode
 
 
+def tenant_ensure_setup(*, tenant: Tenant) -> None:
+    """Give a tenant the quota and allocation every request and the console read, with
+    the defaults (the shared pools) where one is missing: a tenant added in the Django
+    admin with its inline forms left untouched has neither."""
+    Quota.objects.get_or_create(tenant=tenant)
+    if not Allocation.objects.filter(tenant=tenant).exists():
+        prefill, decode = pools_ensure_defaults()
+        Allocation.objects.create(tenant=tenant, prefill_pool=prefill, decode_pool=decode)
+
+
 def api_key_create(
     *, tenant: Tenant, kind: str, name: str = "", allowed_origins: list[str] | None = None
 ) -> IssuedKey:
@@ -88,8 +98,7 @@ def tenant_create(
         fields["system_prompt"] = system_prompt
     tenant = Tenant.objects.create(**fields)
     Quota.objects.create(tenant=tenant, **(quota or {}))
-    prefill, decode = pools_ensure_defaults()
-    Allocation.objects.create(tenant=tenant, prefill_pool=prefill, decode_pool=decode)
+    tenant_ensure_setup(tenant=tenant)
     secret = api_key_create(tenant=tenant, kind=ApiKey.Kind.SECRET, name="default")
     widget = api_key_create(
         tenant=tenant, kind=ApiKey.Kind.WIDGET, name="widget", allowed_origins=allowed_origins

@@ -19,6 +19,7 @@ import torch
 # Candidates examined for top-k / top-p before falling back to a full sort of a row: a
 # full sort of a 49k vocabulary costs ~1.5 ms per row on a CPU, topk(64) far less.
 _CANDIDATES = 64
+SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1  # what torch.Generator.manual_seed accepts, signed
 
 
 @dataclass
@@ -34,6 +35,10 @@ class SamplingParams:
     def __post_init__(self) -> None:
         if self.temperature < 0 or not 0 < self.top_p <= 1 or self.top_k < 0 or self.max_tokens < 1:
             raise ValueError(f"invalid sampling parameters {self}")
+        # Checked here, not when the generator is made inside a batched forward, where it
+        # would fail every prompt in the batch (other tenants' included).
+        if self.seed is not None and not SEED_MIN <= self.seed <= SEED_MAX:
+            raise ValueError(f"seed {self.seed} is outside [{SEED_MIN}, {SEED_MAX}]")
         self.stop_token_ids = tuple(int(t) for t in self.stop_token_ids)
 
     @property

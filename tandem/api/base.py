@@ -9,6 +9,7 @@ schema, while requests go to the class's `<method>_async` handlers."""
 from __future__ import annotations
 
 import json
+import logging
 
 from asgiref.sync import sync_to_async
 from rest_framework.parsers import JSONParser
@@ -19,6 +20,7 @@ from tenants.models import ApiKey
 from .auth import authenticate_request
 from .errors import ApiError, error_response
 
+log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 1024 * 1024
 
 
@@ -39,6 +41,11 @@ class AsyncAPIView(APIView):
                 return await handler(request, *args, **kwargs)
             except ApiError as exc:
                 return exc.response()
+            except Exception:
+                # A bug, not a refusal: logged with its traceback, and answered in the
+                # envelope every OpenAI client parses rather than Django's HTML page.
+                log.exception("%s %s failed", request.method, request.path)
+                return error_response(500, "The server failed to handle this request.", code="internal_error")
 
         view.cls = cls
         view.initkwargs = initkwargs
@@ -68,7 +75,9 @@ class AsyncAPIView(APIView):
                            code="unsupported_media_type")
         try:
             data = json.loads(body) if body.strip() else {}  # no body: every field takes its default
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (ValueError, RecursionError):
+            # ValueError covers JSONDecodeError, UnicodeDecodeError and Python's limit on
+            # an integer's digits; RecursionError, nesting deeper than the parser allows.
             raise ApiError(400, "The body is not valid JSON.", code="invalid_json") from None
         if not isinstance(data, dict):
             raise ApiError(400, "The body must be a JSON object.", code="invalid_json")

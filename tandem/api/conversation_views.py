@@ -113,7 +113,7 @@ class ConversationMessagesView(AsyncAPIView):
                             temperature=data.get("temperature") or 0.0, seed=data.get("seed"))
         sub = await sync_to_async(submit_or_raise)(
             api_key=api_key, messages=[("user", data["content"])], conversation_id=conversation_id,
-            channel=Conversation.Channel.API, sampling=sampling)
+            channel=Conversation.Channel.API, sampling=sampling, input_param="content")
         reply = Reply(sub, completion_id=f"msg-{sub.assistant_message.pk}")
         if data.get("stream"):
             return await reply.stream(include_usage=True)

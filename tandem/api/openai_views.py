@@ -22,12 +22,13 @@ ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 401, 404, 4
 DEFAULT_MAX_TOKENS = 256
 
 
-def submit_or_raise(**kwargs):
-    """chat_submit, with its refusals turned into API errors."""
+def submit_or_raise(*, input_param: str = "messages", **kwargs):
+    """chat_submit, with its refusals turned into API errors; invalid text is reported
+    against `input_param`, the request's own field that carried it."""
     try:
         return services.chat_submit(**kwargs)
     except InvalidInput as exc:
-        raise ApiError(400, str(exc), code=exc.code, param=exc.param or "messages") from None
+        raise ApiError(400, str(exc), code=exc.code, param=input_param) from None
     except services.NotFound as exc:
         raise ApiError(404, str(exc), code=exc.code) from None
     except services.QuotaRefused as exc:

@@ -7,6 +7,10 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 ROLES = ("system", "developer", "user", "assistant")
+# Seeds the engine accepts (inference.engine.sampling.SamplingParams checks the same
+# range: a torch generator refuses anything outside it).
+SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
+VISITOR_ID_MAX = 128  # chat.Conversation.visitor_id
 
 
 # At least one character that is neither whitespace nor a control character: what the
@@ -70,11 +74,12 @@ class ChatCompletionRequestSerializer(serializers.Serializer):
     max_completion_tokens = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     temperature = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=2)
     top_p = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=1)
-    seed = serializers.IntegerField(required=False, allow_null=True, min_value=-(2**63), max_value=2**63 - 1)
+    seed = serializers.IntegerField(required=False, allow_null=True, min_value=SEED_MIN, max_value=SEED_MAX)
     stop = StopField(required=False, allow_null=True)
     stream = serializers.BooleanField(required=False, default=False)
     stream_options = StreamOptionsSerializer(required=False, allow_null=True)
-    user = serializers.CharField(required=False, allow_blank=True, max_length=256)
+    # Stored as the conversation's visitor id: the column's length, or PostgreSQL refuses it.
+    user = serializers.CharField(required=False, allow_blank=True, max_length=VISITOR_ID_MAX)
     n = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=1)
 
     def validate_top_p(self, value):
@@ -168,7 +173,7 @@ class PostMessageSerializer(serializers.Serializer):
     stream = serializers.BooleanField(required=False, default=False)
     max_tokens = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     temperature = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=2)
-    seed = serializers.IntegerField(required=False, allow_null=True)
+    seed = serializers.IntegerField(required=False, allow_null=True, min_value=SEED_MIN, max_value=SEED_MAX)
 
 
 class UsageDaySerializer(serializers.Serializer):

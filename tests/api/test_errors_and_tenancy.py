@@ -145,3 +145,56 @@ def test_a_streaming_client_that_disconnects_cancels_its_request(http, tenant, p
                    timeout=60, what="the request to end")
     assert msg.status == "cancelled"
     assert msg.completion_tokens < 400
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"max_tokens": 1' + b"0" * 5000 + b"}",  # past Python's limit on an integer's digits
+    b"[" * 100_000 + b"]" * 100_000,  # nested deeper than the parser goes
+])
+def test_json_that_parses_badly_is_a_400_not_a_500(http, tenant, raw):
+    resp = http.post("/v1/chat/completions", content=raw, headers={**auth(tenant), "Content-Type": "application/json"})
+    assert_error(resp, 400, "invalid_json")
+
+
+def test_fields_the_database_or_the_engine_would_refuse_are_400s_naming_them(http, tenant):
+    model = model_id(http, tenant)
+    hello = [{"role": "user", "content": "hi"}]
+    resp = http.post("/v1/chat/completions", headers=auth(tenant), json={"model": model, "messages": hello, "user": "u" * 200})
+    assert_error(resp, 400)
+    assert resp.json()["error"]["param"] == "user"
+    conv = http.post("/api/v1/conversations/", headers=auth(tenant), json={}).json()["id"]
+    resp = http.post(f"/api/v1/conversations/{conv}/messages/", headers=auth(tenant),
+                     json={"content": "hi", "temperature": 1, "seed": 2**64})
+    assert_error(resp, 400)
+    assert resp.json()["error"]["param"] == "seed"
+    resp = http.post(f"/api/v1/conversations/{conv}/messages/", headers=auth(tenant), json={"content": " \x00 "})
+    assert_error(resp, 400, "empty_message")
+    assert resp.json()["error"]["param"] == "content"  # this endpoint's own field
+    assert not Message.objects.filter(conversation_id=conv).exists()
+
+
+def test_a_streaming_client_that_leaves_before_its_first_token_cancels_its_request(http, platform, redis_client):
+    import socket
+    from urllib.parse import urlsplit
+
+    from inference import keys
+    from tandem.processes import wait_for
+    from tenants.models import ComputePool
+
+    t = make_tenant(max_output_tokens=8)
+    model = model_id(http, t)
+    ghost, _ = ComputePool.objects.get_or_create(slug="ghost", role="prefill")  # no worker serves it
+    t.tenant.allocation.prefill_pool = ghost
+    t.tenant.allocation.save()
+    body = json.dumps({"model": model, "stream": True, "messages": [{"role": "user", "content": "Anyone?"}]})
+    url = urlsplit(platform.base_url)
+    with socket.create_connection((url.hostname, url.port)) as conn:
+        conn.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: {url.netloc}\r\n"
+                      f"Authorization: Bearer {t.secret_key.plaintext}\r\nContent-Type: application/json\r\n"
+                      f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
+        reply = wait_for(lambda: Message.objects.filter(conversation__tenant=t.tenant, role="assistant").first(),
+                         timeout=30, what="the request to be accepted")
+    # The socket is closed while the request waits for a worker (its stream has no token).
+    wait_for(lambda: redis_client.exists(keys.cancel(str(reply.pk))), timeout=30, what="the cancel flag")
+    reply.refresh_from_db()
+    assert reply.status == "queued"  # cancelled by the disconnect, not failed by the 8 s queue timeout

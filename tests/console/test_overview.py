@@ -26,3 +26,24 @@ def test_the_console_shows_tenants_usage_and_live_workers(client):
         beat.stop()
     assert tenant.slug in page and "/ 77" in page
     assert "decode.console-test@host:1" in page and "3/64" in page
+
+
+def test_a_tenant_added_in_the_admin_with_its_inlines_untouched_gets_the_default_setup(client):
+    from tenants.models import Tenant
+
+    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    page = client.get("/admin/tenants/tenant/add/")
+    # What a browser submits: the tenant's fields, and the inline forms (quota,
+    # allocation) exactly as the page fills them in, which Django saves nothing for.
+    form = {"slug": "admin-made", "name": "Admin Made", "is_active": "on", "system_prompt": "Be kind."}
+    for inline in page.context["inline_admin_formsets"]:
+        formset = inline.formset
+        form.update({f"{formset.prefix}-{k}": v for k, v in formset.management_form.initial.items()})
+        for f in formset.forms:
+            form.update({f.add_prefix(name): f[name].value() for name in f.fields if f[name].value() is not None})
+    resp = client.post("/admin/tenants/tenant/add/", form)
+    assert resp.status_code == 302
+    tenant = Tenant.objects.get(slug="admin-made")
+    assert tenant.quota.requests_per_minute > 0
+    assert (tenant.allocation.prefill_pool.slug, tenant.allocation.decode_pool.slug) == ("shared", "shared")
+    assert "admin-made" in client.get("/console/").content.decode()  # the console serves it
