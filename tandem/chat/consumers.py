@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from urllib.parse import parse_qs
 
@@ -16,17 +17,23 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from inference import keys
+from inference import keys, streams
 from inference.redis_client import get_async_redis
 from inference.validation import InvalidInput
 from tenants import changes
 from tenants.models import ApiKey
-from tenants.services import AuthenticationFailed, api_key_authenticate, origin_allowed
+from tenants.services import (
+    AuthenticationFailed,
+    api_key_authenticate,
+    api_key_refresh,
+    origin_allowed,
+)
 
 from . import services
 from .models import Conversation
 from .replies import EXPIRED, ReplyFollower
 
+log = logging.getLogger(__name__)
 MAX_FRAME_BYTES = 64 * 1024
 CLOSE_UNAUTHORIZED, CLOSE_FORBIDDEN = 4401, 4403
 
@@ -77,19 +84,26 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         try:
             frame = json.loads(text_data)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # also Python's integer-digit and nesting limits
             await self._error("invalid_json", "The frame is not valid JSON.")
             return
         if not isinstance(frame, dict):
             await self._error("invalid_frame", "A frame must be a JSON object.")
             return
-        handler = {"message": self._on_message, "cancel": self._on_cancel, "resume": self._on_resume}.get(
-            frame.get("type")
-        )
+        kind = frame.get("type")
+        handler = {"message": self._on_message, "cancel": self._on_cancel,
+                   "resume": self._on_resume}.get(kind) if isinstance(kind, str) else None
         if handler is None:
             await self._error("unknown_type", "type must be one of: message, cancel, resume.")
             return
-        await handler(frame)
+        try:
+            await handler(frame)
+        except Exception:
+            # A bug or a lost database/Redis connection: the client hears of it and the
+            # socket stays open (an exception here would close it with 1011 and skip
+            # disconnect(), leaving its followers running).
+            log.exception("chat frame %r failed", kind)
+            await self._error("internal_error", "The server failed to handle this frame; please retry.")
 
     async def _on_message(self, frame: dict):
         conversation = frame.get("conversation")
@@ -112,9 +126,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 visitor_id=self.visitor_id, key_version=self.key_version, refresh_key=refresh,
             )
         except AuthenticationFailed as exc:  # revoked (or its tenant deactivated) since connect
-            await self._error(exc.code, str(exc))
-            await self.close(code=CLOSE_UNAUTHORIZED)
-            self.api_key = None
+            await self._refuse(exc)
             return
         except InvalidInput as exc:
             await self._error(exc.code, str(exc))
@@ -138,7 +150,30 @@ class ChatConsumer(AsyncWebsocketConsumer):
                                         "request is queued."})
         self._follow(request_id, after=-1, served=sub.served)
 
+    async def _key_still_works(self) -> bool:
+        """For the frames that pass no admission (cancel, resume): read the key again when
+        tenants.changes counted a change since it was read, or at its maximum age, as a
+        message would. False, after refusing the socket, when it no longer works."""
+        version = await changes.aversion(self.redis)
+        if version == self.key_version and time.monotonic() - self.key_read_at < settings.TANDEM_TENANT_REFRESH_S:
+            return True
+        try:
+            self.api_key = await database_sync_to_async(api_key_refresh)(api_key=self.api_key)
+        except AuthenticationFailed as exc:
+            await self._refuse(exc)
+            return False
+        self.key_version, self.key_read_at = version, time.monotonic()
+        return True
+
+    async def _refuse(self, exc: AuthenticationFailed):
+        """The key was revoked (or its tenant deactivated) while the socket was open."""
+        await self._error(exc.code, str(exc))
+        await self.close(code=CLOSE_UNAUTHORIZED)
+        self.api_key = None
+
     async def _on_cancel(self, frame: dict):
+        if not await self._key_still_works():
+            return
         try:
             await database_sync_to_async(services.chat_cancel)(tenant=self.api_key.tenant,
                                                                message_id=frame.get("message"))
@@ -149,6 +184,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         after = frame.get("after", -1)
         if not isinstance(after, int) or isinstance(after, bool):
             await self._error("invalid_frame", "after must be an integer token index.")
+            return
+        if not await self._key_still_works():
             return
         try:
             msg = await database_sync_to_async(services.message_get)(tenant=self.api_key.tenant,
@@ -178,8 +215,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 await self._send(_frame(request_id, rec))
         except asyncio.CancelledError:
             pass
+        except Exception:  # e.g. Redis dropped the connection: say so rather than go quiet
+            log.exception("following %s failed", request_id)
+            await self._send(_frame(request_id, streams.error_record(
+                "stream_failed", "Following this reply failed; resume it to continue.")))
         finally:
-            self.followers.pop(request_id, None)
+            # A resume of the same reply may have replaced this task already: leave its entry.
+            if self.followers.get(request_id) is asyncio.current_task():
+                del self.followers[request_id]
 
     async def _send(self, payload: dict):
         await self.send(text_data=json.dumps(payload))

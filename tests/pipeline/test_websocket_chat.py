@@ -178,6 +178,8 @@ def test_malformed_frames_get_error_frames_and_the_socket_keeps_working(platform
     with chat_socket(platform, tenant.widget_key.plaintext) as chat:
         cases = [("not json", "invalid_json"), ("[1, 2]", "invalid_frame"),
                  (json.dumps({"type": "dance"}), "unknown_type"),
+                 (json.dumps({"type": []}), "unknown_type"),
+                 ("[" * 20000 + "]" * 20000, "invalid_json"),  # deeper than the parser goes
                  (json.dumps({"type": "message", "text": "   "}), "empty_message"),
                  (json.dumps({"type": "message", "text": 42}), "invalid_message"),
                  (json.dumps({"type": "message", "text": "x" * 20000}), "message_too_long"),
@@ -281,3 +283,16 @@ def test_resuming_a_reply_whose_stream_expired_is_answered_at_once(platform):
                          "detail": frame["detail"]}
         _, frames = chat.ask("Still there?")  # the socket keeps working
         assert frames[-1]["type"] == "end"
+
+
+def test_a_key_revoked_while_its_socket_is_open_refuses_a_resume_too(platform):
+    tenant = make_tenant(max_output_tokens=3)
+    with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+        message_id, frames = chat.ask("Hello!")
+        assert frames[-1]["type"] == "end"
+        api_key_revoke(api_key=tenant.widget_key.api_key)
+        chat.send({"type": "resume", "message": message_id, "after": -1})
+        assert chat.recv()["code"] == "revoked_api_key"
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            chat.recv(timeout=10)
+        assert closed.value.rcvd.code == 4401

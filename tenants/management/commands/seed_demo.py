@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
@@ -49,7 +50,8 @@ class Command(BaseCommand):
         info = {
             "admin_url": "http://127.0.0.1:8000/admin/",
             "admin_user": admin_user,
-            "admin_password": admin_password,
+            # In production the operator chose it (TANDEM_ADMIN_PASSWORD): not for the logs.
+            "admin_password": "(TANDEM_ADMIN_PASSWORD)" if settings.PRODUCTION else admin_password,
             "tenant": tenant.slug,
             "widget_key": widget.public_key if widget else None,
             "secret_key": secret_plaintext or "(issued at the first seed; `manage.py tenant rotate-key demo` makes a new one)",
