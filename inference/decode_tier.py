@@ -40,6 +40,10 @@ class SequenceFollower:
         self.done.set()
 
     def follow(self, handle) -> None:
+        # Waiting for a slot is not a stall: a full engine takes sequences as others end.
+        # The wait is bounded all the same: the web tier cancels a reply that shows
+        # nothing for TANDEM_STALL_TIMEOUT_S, and so does the reaper once nobody listens.
+        handle.started.wait()
         try:
             for ev in handle.events(timeout=STALL_TIMEOUT_S):
                 piece = self._apply_stop(self.detok.push(ev.token_id))
@@ -53,6 +57,10 @@ class SequenceFollower:
         except queue.Empty:
             handle.cancel()
             raise RuntimeError("the engine stalled") from None
+        except BaseException:
+            # Stop the sequence: once this task gives up, nothing else could reach it.
+            handle.cancel()
+            raise
         if not self.stop_hit:
             self.parts.append(self.detok.flush())
 

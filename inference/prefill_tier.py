@@ -26,6 +26,7 @@ def run_prefill(request_id: str) -> None:
     if spec is None:
         return
     rt.track(request_id)
+    kv_stored = False
     try:
         params = sampling_params(spec)
         t_engine = time.time()
@@ -54,6 +55,7 @@ def run_prefill(request_id: str) -> None:
                          cached=result.cached_tokens, ttft_ms=ttft_ms)
             return
         rt.kvstore.put(request_id, result.kv, ttl_s=KV_TTL_S)
+        kv_stored = True
         publish.send(decode, [request_id, first, {"prefill_worker": rt.name, "ttft_ms": ttft_ms,
                                                   "prefill_engine_ms": engine_ms,
                                                   "cached_tokens": result.cached_tokens}],
@@ -61,6 +63,11 @@ def run_prefill(request_id: str) -> None:
         services.message_set_status(request_id=request_id, status="decoding")
     except Exception as exc:
         log.exception("prefill failed for %s", request_id)
+        if kv_stored:  # no decode will take it (shared memory would hold it until reaped)
+            try:
+                rt.kvstore.delete(request_id)
+            except Exception:  # noqa: BLE001 - the store may be what failed; its TTL still applies
+                log.warning("could not delete the KV of %s", request_id, exc_info=True)
         services.request_fail(request_id=request_id, code="prefill_failed", message=f"Prefill failed: {exc}")
     finally:
         rt.untrack(request_id)

@@ -141,8 +141,8 @@ def _listen_for_cancels(rt: Runtime) -> None:
                     request_id = msg["data"].decode()
                     if request_id in rt.active:
                         rt.cancel(request_id)
-        except redis.RedisError:
-            log.warning("cancel listener lost Redis; reconnecting", exc_info=True)
+        except Exception:  # Redis lost (or anything else): this thread must outlive it
+            log.warning("cancel listener failed; reconnecting", exc_info=True)
             rt._stop.wait(1.0)
 
 
@@ -152,22 +152,26 @@ def _reap_abandoned(rt: Runtime) -> None:
     web tier keeps a lease per request, `tandem:listen:<id>`, while a client follows
     it; a lapsed lease means the client left and did not come back to resume)."""
     while not rt._stop.wait(REAP_INTERVAL_S):
-        with rt.lock:
-            active = list(rt.active)
-        if not active:
-            continue
         try:
-            pipe = rt.client.pipeline(transaction=False)
-            for r in active:
-                pipe.exists(keys.cancel(r))
-                pipe.exists(keys.listener(r))
-            flags = pipe.execute()
-        except redis.RedisError:
-            continue
-        for i, request_id in enumerate(active):
-            cancelled, listened = flags[2 * i], flags[2 * i + 1]
-            if cancelled or not listened:
-                if not listened:
-                    log.info("cancelling %s: no listener", request_id)
-                    rt.client.set(keys.cancel(request_id), "1", ex=3600)
-                rt.cancel(request_id)
+            _reap_once(rt)
+        except Exception:  # e.g. Redis lost, or read-only after a failover: try again next round
+            log.warning("reaping abandoned requests failed", exc_info=True)
+
+
+def _reap_once(rt: Runtime) -> None:
+    with rt.lock:
+        active = list(rt.active)
+    if not active:
+        return
+    pipe = rt.client.pipeline(transaction=False)
+    for r in active:
+        pipe.exists(keys.cancel(r))
+        pipe.exists(keys.listener(r))
+    flags = pipe.execute()
+    for i, request_id in enumerate(active):
+        cancelled, listened = flags[2 * i], flags[2 * i + 1]
+        if cancelled or not listened:
+            if not listened:
+                log.info("cancelling %s: no listener", request_id)
+                rt.client.set(keys.cancel(request_id), "1", ex=3600)
+            rt.cancel(request_id)

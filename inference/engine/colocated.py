@@ -82,6 +82,7 @@ class ColocatedEngine(DecodeEngine):
             if hit is not None:
                 seq.kv = KVCache(hit.k, hit.v, self.fingerprint)
                 seq.prefilled = seq.cached_tokens = hit.tokens
+            seq.handle.started.set()
             self._prefilling.append(seq)
         if not self._prefilling:
             return
@@ -91,8 +92,9 @@ class ColocatedEngine(DecodeEngine):
         except Exception as exc:  # fail these prompts, keep the running streams going
             log.exception("prefill failed")
             for seq, _ in work:
-                self._prefilling.remove(seq)
-                self._finish(seq, "error", repr(exc))
+                if seq in self._prefilling:  # not those that completed and joined already
+                    self._prefilling.remove(seq)
+                    self._finish(seq, "error", repr(exc))
 
     def _next_prefill_work(self) -> list[tuple[Sequence, int]]:
         """(sequence, prompt tokens to compute now) for the next forward."""
@@ -145,8 +147,12 @@ class ColocatedEngine(DecodeEngine):
                 continue
             if reason is not None:
                 self._finish(seq, reason)
-            else:
+                continue
+            try:
                 self.runner.join(seq, kv)
+            except Exception as exc:  # this sequence only: the batch keeps running
+                log.exception("could not join %s", seq.request_id)
+                self._finish(seq, "error", repr(exc))
 
     def _apply_cancels(self, cancels: set[str]) -> None:
         super()._apply_cancels(cancels)

@@ -166,8 +166,10 @@ class DecodeEngine:
         self.config.apply_cpu_settings()
         while True:
             with self._cv:
-                while not (self._stopping or self._inbox or self._cancels or self._has_work()):
-                    self._cv.wait()
+                if not (self._stopping or self._inbox or self._cancels or self._has_work()):
+                    # Wakes now and then while idle, so the published tokens/s falls to 0
+                    # once the rate window has passed instead of showing the last burst.
+                    self._cv.wait(timeout=_RATE_WINDOW_S)
                 if self._stopping:
                     break
                 inbox, self._inbox = self._inbox, []
@@ -192,7 +194,12 @@ class DecodeEngine:
         """Admit waiting sequences into the batch (the colocated engine adds prefill)."""
         for seq in self._admissible(self._waiting):
             self._waiting.remove(seq)
-            self._join(seq)
+            seq.handle.started.set()
+            try:
+                self._join(seq)
+            except Exception as exc:  # this sequence only (e.g. no memory for its cache)
+                log.exception("could not join %s", seq.request_id)
+                self._finish(seq, "error", repr(exc))
 
     def _admissible(self, waiting: list[Sequence], extra: list[Sequence] = ()) -> list[Sequence]:
         holders = [*self.runner.seqs, *extra]  # everything holding slots and budget

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -65,6 +66,9 @@ class StreamHandle:
         self._events: queue.Queue[TokenEvent | FinishEvent] = queue.Queue()
         self._cancel = cancel
         self.finish: FinishEvent | None = None
+        # Set when the engine takes the sequence into its batch (or its prefill), or ends
+        # it: until then it waits for a slot, which is not a stall.
+        self.started = threading.Event()
 
     def __iter__(self) -> Iterator[TokenEvent]:
         return self.events()
@@ -161,6 +165,7 @@ class Sequence:
         )
         self.kv = None
         self.handle._put(FinishEvent(self.request_id, reason, stats))
+        self.handle.started.set()
         if self.on_finish is not None:
             try:
                 self.on_finish(self.request_id, reason, stats)

@@ -60,6 +60,42 @@ def test_cancel_removes_a_waiting_request_from_the_queue(prefill_engine, make_de
     assert not decode.cancel("never-submitted")
 
 
+def test_a_handle_says_when_its_sequence_left_the_queue(prefill_engine, make_decode):
+    # Waiting for a slot is not a stall: the decode tier waits on `started` without a
+    # timeout, and on tokens with one only after it.
+    decode = make_decode(max_batch=1)
+    gate = Gate(at_index=1)
+    hog = submit(prefill_engine, decode, "hog", PROMPTS[5], ENDLESS, on_token=gate)
+    assert gate.reached.wait(30) and hog.started.is_set()
+    waiter = submit(prefill_engine, decode, "waiter", PROMPTS[7])
+    dropped = submit(prefill_engine, decode, "dropped", PROMPTS[6])
+    assert not waiter.started.is_set()
+    assert dropped.cancel()
+    hog.cancel()
+    gate.opened.set()
+    assert dropped.started.wait(30)  # ended while it waited: nobody waits for it for ever
+    assert dropped.result(timeout=30)[1].finish_reason == "cancelled"
+    assert waiter.started.wait(30)
+    assert waiter.result(timeout=30)[1].finish_reason in ("length", "stop")
+
+
+def test_a_sequence_that_cannot_join_ends_alone_and_the_batch_runs_on(prefill_engine, make_decode):
+    import dataclasses
+
+    decode = make_decode(max_batch=4)
+    gate = Gate(at_index=1)
+    hog = submit(prefill_engine, decode, "hog", PROMPTS[5], ENDLESS, on_token=gate)
+    assert gate.reached.wait(30)
+    res = prefill_one(prefill_engine, "bad", PROMPTS[7], SamplingParams(temperature=0, max_tokens=8))
+    # A KV whose head size the model does not have: copying it into the batch cache fails.
+    bad_kv = dataclasses.replace(res.kv, k=res.kv.k[..., :-1], v=res.kv.v[..., :-1])
+    bad = decode.submit(decode_request(dataclasses.replace(res, kv=bad_kv), PROMPTS[7]))
+    gate.opened.set()
+    assert bad.result(timeout=30)[1].finish_reason == "error"
+    hog.cancel()
+    assert hog.result(timeout=30)[1].finish_reason == "cancelled"  # not failed with it
+
+
 def test_higher_priority_is_admitted_first(prefill_engine, make_decode):
     decode = make_decode(max_batch=1)
     rec, gate = Recorder(), Gate(at_index=1)
