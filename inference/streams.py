@@ -19,6 +19,7 @@ its last write.
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import threading
 import time
@@ -28,6 +29,9 @@ from typing import Any
 import redis
 
 from . import keys
+
+log = logging.getLogger(__name__)
+PUBLISH_ATTEMPTS, PUBLISH_RETRY_S = 4, 0.25  # ~1.5 s of retries in all
 
 STREAM_TTL_S = 3600
 TERMINAL = {"end", "error"}
@@ -120,6 +124,16 @@ class StreamPublisher:
                     by_request.setdefault(request_id, []).append(record)
                 if done is not None:
                     events.append(done)
+            self._send(by_request)
+            for ev in events:
+                ev.set()
+
+    def _send(self, by_request: dict[str, list[dict]]) -> None:
+        """One pipeline for the batch, tried again over a short Redis outage: the batch
+        may hold a reply's end record, whose loss would leave its readers waiting. (A
+        retry after a send that did land repeats records; readers skip repeated token
+        indices and stop at the first end.)"""
+        for attempt in range(PUBLISH_ATTEMPTS):
             pipe = self._client.pipeline(transaction=False)
             for request_id, records in by_request.items():
                 name = keys.stream(request_id)
@@ -128,12 +142,13 @@ class StreamPublisher:
                 pipe.expire(name, STREAM_TTL_S)
             try:
                 pipe.execute()
+                return
             except redis.RedisError:
-                # Redis is unreachable: tokens cannot be delivered anyway; the request's
-                # finisher reports the failure. Keep the thread alive for the next batch.
-                pass
-            for ev in events:
-                ev.set()
+                if attempt + 1 == PUBLISH_ATTEMPTS:
+                    # Still unreachable: drop the batch and keep the thread for the next.
+                    log.warning("could not publish %d stream(s); dropped", len(by_request), exc_info=True)
+                    return
+                time.sleep(PUBLISH_RETRY_S * (attempt + 1))  # back off before trying again
 
 
 async def tail(
