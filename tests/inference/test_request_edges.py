@@ -72,3 +72,28 @@ def test_a_token_index_written_twice_is_read_once():
         assert [r.get("index") for r in asyncio.run(read(0))] == [1, 2, None]  # a resume after 0
     finally:
         client.delete(keys.stream(request_id))
+
+
+def test_a_batch_sent_while_redis_is_briefly_down_arrives_once_it_is_back(tmp_path):
+    import socket
+    import threading
+
+    import redis as redis_lib
+
+    from tandem import embedded_redis
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = redis_lib.Redis.from_url(f"redis://127.0.0.1:{port}/0")
+    publisher = streams.StreamPublisher(client)
+    request_id, sent = str(uuid.uuid4()), threading.Event()
+    # Nothing listens on the port yet: the publisher's first send fails at once.
+    publisher.put(request_id, streams.end_record("stop", {"completion_tokens": 1}), done=sent)
+    server = embedded_redis.start(port=port, workdir=tmp_path)  # tens of ms to come up
+    try:
+        assert sent.wait(10)
+        assert [r["type"] for r in streams.read_all(client, request_id)] == ["end"]
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
