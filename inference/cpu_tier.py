@@ -28,8 +28,9 @@ def preprocess_request(request_id: str) -> str | None:
     client = get_redis()
     spec, cancelled = load_with_cancel(client, request_id)
     if spec is not None and spec.prompt_token_ids:
-        # Redelivered (the worker died after sending the request on, before acking):
-        # prefill already has it, and a second prefill would write a second reply.
+        # Redelivered (the worker died after storing the prompt, before acking): prefill
+        # has it unless the worker died before the send, which the hand-off can tell.
+        handoff.send_if_lost(client, request_id)
         return None
     failure, prompt = None, None
     if spec is None:

@@ -23,6 +23,8 @@ from . import keys
 KEY_TTL_S = 600
 WEB, CPU = "web", "cpu"
 SENT, FAILED, DROPPED = "sent", "failed", "dropped"
+PAIR = {WEB, CPU}
+SENT_MARK = "sent"  # recorded after the send, so a redelivered CPU task can tell
 
 
 def web_report(committed: bool) -> dict:
@@ -55,9 +57,26 @@ def report(client: redis.Redis, request_id: str, outcome: dict,
     *_, length, entries, _ = pipe.execute()
     reports = [json.loads(e) for e in entries]
     before = {r["party"] for r in reports[: length - 1]}
-    if before != {WEB, CPU} and {r["party"] for r in reports} == {WEB, CPU}:
+    if not PAIR <= before and PAIR <= {r["party"] for r in reports}:
         return _act(client, request_id, reports)  # this report completed the pair (a repeat never does)
     return None
+
+
+def send_if_lost(client: redis.Redis, request_id: str) -> bool:
+    """For a redelivered CPU task that finds its prompt already stored: when the pair is
+    complete and the request was to go on but no send was recorded (the worker that
+    completed the pair died between its report and the send), send it now. True if it
+    did. (A worker that died after the send but before recording it makes this send a
+    second time; readers skip repeated token indices and a reply is finished once.)"""
+    reports = [json.loads(e) for e in client.lrange(keys.handoff(request_id), 0, -1)]
+    parties = {r["party"] for r in reports}
+    if not PAIR <= parties or SENT_MARK in parties:
+        return False
+    web = next(r for r in reports if r["party"] == WEB)
+    cpu = next(r for r in reports if r["party"] == CPU)
+    if not web["committed"] or "failed" in cpu:
+        return False
+    return _act(client, request_id, reports) == SENT
 
 
 def _act(client: redis.Redis, request_id: str, reports: list[dict]) -> str:
@@ -78,4 +97,5 @@ def _act(client: redis.Redis, request_id: str, reports: list[dict]) -> str:
     from . import publish, tasks
 
     publish.send(getattr(tasks, cpu["task"]), [request_id], queue=cpu["queue"], priority=cpu["priority"])
+    client.rpush(keys.handoff(request_id), json.dumps({"party": SENT_MARK}))  # see send_if_lost
     return SENT

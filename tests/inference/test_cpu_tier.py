@@ -181,3 +181,24 @@ def test_a_repeated_report_never_sends_the_request_on_twice(pool):
     handoff.report(get_redis(), spec.request_id, ready)  # a redelivered task's report
     request_stored(request_id=spec.request_id, committed=True)  # and a repeated web report
     assert queued(pool) == 1
+
+
+def test_a_request_whose_worker_died_before_sending_it_on_is_sent_by_the_redelivered_task(pool):
+    import json
+
+    from inference import handoff
+
+    spec = make_spec(pool, [{"role": "user", "content": "Hello"}])  # the web tier has reported
+    # The first run stored the prompt and its report (one transaction), then its worker
+    # died before the send: the pair is complete, and nothing was sent.
+    client = get_redis()
+    spec.prompt_token_ids = [1, 2, 3]
+    save(client, spec)
+    ready = handoff.cpu_ready(task="prefill", queue=f"prefill.{pool}", priority=4)
+    client.rpush(keys.handoff(spec.request_id), json.dumps(ready))
+    assert queued(pool) == 0
+
+    assert preprocess_request(spec.request_id) is None  # the redelivered task
+    assert queued(pool) == 1
+    assert preprocess_request(spec.request_id) is None  # once more: the send is recorded
+    assert queued(pool) == 1
