@@ -72,16 +72,19 @@ def send_if_lost(client: redis.Redis, request_id: str) -> bool:
     parties = {r["party"] for r in reports}
     if not PAIR <= parties or SENT_MARK in parties:
         return False
-    web = next(r for r in reports if r["party"] == WEB)
-    cpu = next(r for r in reports if r["party"] == CPU)
+    web, cpu = _outcomes(reports)
     if not web["committed"] or "failed" in cpu:
         return False
     return _act(client, request_id, reports) == SENT
 
 
+def _outcomes(reports: list[dict]) -> tuple[dict, dict]:
+    """The web tier's and the CPU tier's reports (the first of each, should one repeat)."""
+    return (next(r for r in reports if r["party"] == WEB), next(r for r in reports if r["party"] == CPU))
+
+
 def _act(client: redis.Redis, request_id: str, reports: list[dict]) -> str:
-    web = next(r for r in reports if r["party"] == WEB)
-    cpu = next(r for r in reports if r["party"] == CPU)
+    web, cpu = _outcomes(reports)
     if not web["committed"]:
         # Rolled back: no rows and nobody waiting (the web tier answered with an error).
         # Nothing reads the request's keys again (the hand-off record stays until it

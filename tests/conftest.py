@@ -19,13 +19,11 @@ if "REDIS_URL" not in os.environ:
     # A server of this session's own, on a free port: concurrent test sessions on one
     # machine must not share (or stop) each other's Redis.
     import atexit
-    import socket
 
     from tandem import embedded_redis
+    from tandem.processes import free_port
 
-    with socket.socket() as _s:
-        _s.bind(("127.0.0.1", 0))
-        _port = _s.getsockname()[1]
+    _port = free_port()
     _proc = embedded_redis.start(port=_port, workdir=BASE_DIR / "var" / "redis-test")
     os.environ["REDIS_URL"] = f"redis://127.0.0.1:{_port}/0"
     if _proc is not None:

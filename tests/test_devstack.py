@@ -8,7 +8,6 @@ import os
 import queue
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -18,15 +17,10 @@ import openai
 import pytest
 
 from tandem import embedded_redis
+from tandem.processes import free_port
 from tests.conftest import BASE_DIR
 
 pytestmark = pytest.mark.timeout(400)  # migrations, seeding and two model loads, then a stop
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class _Output:
@@ -63,7 +57,7 @@ class _Output:
 
 
 def test_make_run_answers_and_stops_cleanly_on_ctrl_c(tmp_path):
-    port, redis_port = _free_port(), _free_port()
+    port, redis_port = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env.update(TANDEM_PORT=str(port), TANDEM_EMBEDDED_REDIS_PORT=str(redis_port),
                DATABASE_URL=f"sqlite:///{tmp_path / 'devstack.sqlite3'}", PYTHONUNBUFFERED="1")

@@ -201,12 +201,6 @@ def start_run(name: str, argv: list[str]) -> dict:
     return {"benchmark": name, "argv": argv, "machine": machine, "busy_processes_at_start": busy}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class BenchSite:
     """Where one benchmark run keeps its state: its Redis, its database, its logs."""
@@ -246,6 +240,7 @@ def bench_site(name: str, *, redis_url: str | None = None, db_url: str | None = 
     proc = None
     if redis_url is None:
         from tandem import embedded_redis
+        from tandem.processes import free_port
 
         port = free_port()
         proc = embedded_redis.start(port=port, workdir=run_dir / "redis")

@@ -106,11 +106,9 @@ class Reply:
         records = follower.records()
         try:
             first = await self._first(follower, records)
-        except asyncio.CancelledError:
-            await follower.cancel()  # the client went away before the first token
-            await aredis.aclose()
-            raise
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError):
+                await follower.cancel()  # the client went away before the first token
             await aredis.aclose()
             raise
 

@@ -113,7 +113,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         # The socket keeps its key and tenant: the admission checks in the same round trip
         # that tenants.changes counted no change since they were read (and the submission
         # reads them again if it did), and they are read again at their maximum age.
-        refresh = time.monotonic() - self.key_read_at >= settings.TANDEM_TENANT_REFRESH_S
+        refresh = self._key_aged()
         try:
             # Not thread-sensitive: submissions run in the event loop's executor, side by
             # side, instead of queueing behind every other socket's database work on
@@ -155,7 +155,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         tenants.changes counted a change since it was read, or at its maximum age, as a
         message would. False, after refusing the socket, when it no longer works."""
         version = await changes.aversion(self.redis)
-        if version == self.key_version and time.monotonic() - self.key_read_at < settings.TANDEM_TENANT_REFRESH_S:
+        if version == self.key_version and not self._key_aged():
             return True
         try:
             self.api_key = await database_sync_to_async(api_key_refresh)(api_key=self.api_key)
@@ -164,6 +164,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return False
         self.key_version, self.key_read_at = version, time.monotonic()
         return True
+
+    def _key_aged(self) -> bool:
+        """The socket's copy of its key and tenant has reached its maximum age."""
+        return time.monotonic() - self.key_read_at >= settings.TANDEM_TENANT_REFRESH_S
 
     async def _refuse(self, exc: AuthenticationFailed):
         """The key was revoked (or its tenant deactivated) while the socket was open."""

@@ -75,16 +75,14 @@ def test_a_token_index_written_twice_is_read_once():
 
 
 def test_a_batch_sent_while_redis_is_briefly_down_arrives_once_it_is_back(tmp_path):
-    import socket
     import threading
 
     import redis as redis_lib
 
     from tandem import embedded_redis
+    from tandem.processes import free_port
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     client = redis_lib.Redis.from_url(f"redis://127.0.0.1:{port}/0")
     publisher = streams.StreamPublisher(client)
     request_id, sent = str(uuid.uuid4()), threading.Event()
