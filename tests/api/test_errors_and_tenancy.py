@@ -197,4 +197,6 @@ def test_a_streaming_client_that_leaves_before_its_first_token_cancels_its_reque
     # The socket is closed while the request waits for a worker (its stream has no token).
     wait_for(lambda: redis_client.exists(keys.cancel(str(reply.pk))), timeout=30, what="the cancel flag")
     reply.refresh_from_db()
-    assert reply.status == "queued"  # cancelled by the disconnect, not failed by the 8 s queue timeout
+    # Cancelled by the disconnect, not failed by the 8 s queue timeout. Whether the CPU
+    # tier marked it "prefilling" depends on which tier finished the hand-off second.
+    assert reply.status in ("queued", "prefilling")
