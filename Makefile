@@ -20,7 +20,7 @@ model: install
 	$(PY) -m inference.engine.prepare
 
 run: model
-	$(PY) -m tandem.devstack
+	$(PY) -m devstack
 
 test: model
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -29,10 +29,10 @@ lint: install
 	$(VENV)/bin/ruff check .
 
 bench-engine: model
-	$(PY) -m inference.bench engine
+	$(PY) -m benchmarks engine
 
 bench-e2e: model
-	$(PY) -m inference.bench e2e
+	$(PY) -m benchmarks e2e
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3 var/test-logs

@@ -82,24 +82,19 @@ if not is_prepared(out):
 PY
 }
 
-# The Celery command line of a worker tier. The node name carries role and pool; %h is
-# the container's hostname, distinct for every replica of a scaled service.
+# A worker tier. Its node name carries role and pool; %h is the container's hostname,
+# distinct for every replica of a scaled service.
 worker() {
     local role="$1" slots="$2"
     if [ -n "${TANDEM_ROLE:-}" ] && [ "$TANDEM_ROLE" != "$role" ]; then
         log "TANDEM_ROLE=$TANDEM_ROLE contradicts the subcommand $role-worker"
         exit 64
     fi
-    export TANDEM_ROLE="$role"
-    local queue="$role.$POOL"
-    if [ "$role" = "cpu" ]; then queue="cpu"; fi  # one CPU queue serves every pool
+    export TANDEM_ROLE="$role" TANDEM_POOL="$POOL"
     ensure_model  # the CPU tier needs the tokenizer, the model tiers the weights
-    # One slot runs tasks in the main thread (the CPU tier's default: it scales by
-    # replicas); model workers need a thread per task (inference/workers.py).
-    local pool_args=(-P threads -c "$slots")
-    if [ "$slots" = "1" ]; then pool_args=(-P solo); fi
-    become python -m celery -A tandem worker -Q "$queue" "${pool_args[@]}" -n "$role.$POOL@%h" \
-        --without-gossip --without-mingle -l "${LOG_LEVEL:-INFO}"
+    # The Celery command line (queue, pool, node name) is built in one place, the one
+    # `make run` uses too: inference/worker/commandline.py.
+    become python -m inference.worker "$role" "$slots"
 }
 
 healthcheck() {
@@ -128,7 +123,7 @@ PY
             ;;
         prefill-worker|decode-worker|colocated-worker)
             # A model worker writes a heartbeat key once its engine is loaded and renews it
-            # every 2 s (inference/heartbeats.py): healthy means loaded and serving.
+            # every 2 s (inference/worker/heartbeats.py): healthy means loaded and serving.
             python - "${tier%-worker}" "$POOL" <<'PY'
 import os
 import socket
@@ -136,7 +131,7 @@ import sys
 
 import redis
 
-from inference import keys
+from inference.wire import keys
 
 role, pool = sys.argv[1], sys.argv[2]
 client = redis.Redis.from_url(os.environ["REDIS_URL"], socket_timeout=5)

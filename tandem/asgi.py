@@ -43,6 +43,6 @@ application = ProtocolTypeRouter(
 # Load the tokenizer (quota admission counts tokens) before the first request, so that
 # request does not pay for importing transformers.
 if os.environ.get("TANDEM_WARM_TOKENIZER", "1") == "1":
-    from inference.tokens import get_tokenizer  # noqa: E402
+    from inference.text.tokenizer import get_tokenizer  # noqa: E402
 
     get_tokenizer()

@@ -1,6 +1,6 @@
 """The Celery app. Queues: `cpu` (validate, build prompt, tokenize), and per compute
 pool `prefill.<pool>`, `decode.<pool>`, `colocated.<pool>`. Tasks are routed explicitly
-by `inference.routing` (the pool comes from the tenant's allocation), never by name."""
+by `inference.pipeline.route` (the pool comes from the tenant's allocation), never by name."""
 
 import os
 
@@ -14,4 +14,4 @@ app.conf.task_default_queue = "cpu"
 app.autodiscover_tasks(["inference"])
 
 # Worker start-up hooks (engine loading per role) are connected on import.
-import inference.workers  # noqa: E402,F401
+import inference.worker.signals  # noqa: E402,F401

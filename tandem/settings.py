@@ -152,7 +152,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Priority queues on Redis: a tenant's allocation priority orders admission in shared
-# pools (see inference.routing.broker_priority).
+# pools (see inference.pipeline.route.broker_priority).
 CELERY_BROKER_TRANSPORT_OPTIONS = {"priority_steps": list(range(10)), "sep": ":", "queue_order_strategy": "priority"}
 CELERY_TASK_DEFAULT_PRIORITY = 4
 

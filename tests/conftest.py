@@ -20,8 +20,8 @@ if "REDIS_URL" not in os.environ:
     # machine must not share (or stop) each other's Redis.
     import atexit
 
-    from tandem import embedded_redis
-    from tandem.processes import free_port
+    from devstack import embedded_redis
+    from devstack.processes import free_port
 
     _port = free_port()
     _proc = embedded_redis.start(port=_port, workdir=BASE_DIR / "var" / "redis-test")

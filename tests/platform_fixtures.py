@@ -10,8 +10,8 @@ from contextlib import contextmanager
 import pytest
 import websockets.sync.client as ws_client
 
+from devstack.processes import database_url, new_log_dir, running_platform
 from inference.engine.prepare import DEFAULT_DIR, prepare_model
-from tandem.processes import database_url, new_log_dir, running_platform
 
 ORIGIN = "http://testserver"
 DECODE_SLOTS = 2

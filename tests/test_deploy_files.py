@@ -2,7 +2,7 @@
 docs/deploy.md): no Docker engine, no network. The compose files are read with PyYAML
 (anchors and merge keys resolved as Compose resolves them), the entrypoint is run in its
 dry-run mode, which prints each command instead of running it, and the worker command
-lines are compared with the ones the code itself builds (inference.workers)."""
+lines are compared with the ones the code itself builds (inference.worker.commandline)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from inference.workers import worker_argv
+from inference.worker.commandline import worker_argv
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTRYPOINT = ROOT / "docker" / "entrypoint.sh"
@@ -74,6 +75,18 @@ def exec_line(result: subprocess.CompletedProcess) -> list[str]:
     return shlex.split(lines[0])[1:]
 
 
+def worker_exec_line(result: subprocess.CompletedProcess, env: dict[str, str] | None = None) -> list[str]:
+    """The Celery command a worker subcommand becomes: the entrypoint execs
+    `python -m inference.worker ROLE SLOTS`, which execs what `--print` shows."""
+    line = exec_line(result)
+    assert line[:3] == ["python", "-m", "inference.worker"] and len(line) == 5, line
+    printed = subprocess.run([sys.executable, "-m", "inference.worker", *line[3:], "--print"],
+                             capture_output=True, text=True, timeout=60, cwd=ROOT,
+                             env={"PATH": "/usr/bin:/bin", **(env or {})})
+    assert printed.returncode == 0, printed.stderr
+    return shlex.split(printed.stdout)
+
+
 # --- compose: services, images, commands -------------------------------------------------
 
 
@@ -109,21 +122,22 @@ def test_each_worker_service_runs_its_own_tier_under_a_matching_role(name, role)
 @pytest.mark.parametrize("name,role", sorted(WORKER_ROLES.items()))
 def test_the_entrypoint_starts_each_worker_service_on_its_queue_exactly_as_the_code_does(name, role):
     env = environment(SERVICES[name])
-    argv = exec_line(dry_run(*SERVICES[name]["command"], env=env))
+    argv = worker_exec_line(dry_run(*SERVICES[name]["command"], env=env), env)
     queue = argv[argv.index("-Q") + 1]
     assert queue == ("cpu" if role == "cpu" else f"{role}.shared")
     slots = int(argv[argv.index("-c") + 1]) if "-c" in argv else 1
     assert (argv[argv.index("-P") + 1] == "solo") == (slots == 1)
-    # Same argv as inference.workers.worker_argv (what `make run` starts), bar the interpreter.
+    # Same argv as inference.worker.commandline.worker_argv (what `make run` starts), bar the interpreter.
     assert argv[1:] == worker_argv(role, env.get("TANDEM_POOL", "shared"), concurrency=slots)[1:]
 
 
 def test_decode_and_prefill_slots_follow_their_batch_sizes_and_a_pool_comes_from_the_environment():
-    argv = exec_line(dry_run("decode-worker", env={"TANDEM_POOL": "acme-dedicated", "TANDEM_MAX_BATCH": "16"}))
+    env = {"TANDEM_POOL": "acme-dedicated", "TANDEM_MAX_BATCH": "16"}
+    argv = worker_exec_line(dry_run("decode-worker", env=env), env)
     assert argv[argv.index("-Q") + 1] == "decode.acme-dedicated"
     assert argv[argv.index("-n") + 1] == "decode.acme-dedicated@%h"
     assert argv[argv.index("-c") + 1] == "16"
-    argv = exec_line(dry_run("prefill-worker", env={"TANDEM_PREFILL_MAX_BATCH": "4"}))
+    argv = worker_exec_line(dry_run("prefill-worker", env={"TANDEM_PREFILL_MAX_BATCH": "4"}))
     assert argv[argv.index("-c") + 1] == "4"
 
 
@@ -146,9 +160,9 @@ def test_web_migrates_then_serves_daphne_on_all_interfaces_port_8000():
 
 
 def test_the_entrypoint_has_every_subcommand_and_prepares_the_model_only_when_asked():
-    for sub, expected in (("migrate", "manage.py migrate"), ("manage", "manage.py"),
-                          ("colocated-worker", "-Q colocated.shared")):
+    for sub, expected in (("migrate", "manage.py migrate"), ("manage", "manage.py")):
         assert expected in dry_run(sub).stdout
+    assert "-Q colocated.shared" in " ".join(worker_exec_line(dry_run("colocated-worker")))
     prepared = dry_run("prepare-model", env={"TANDEM_MODEL": "/models/m", "TANDEM_PREPARE_MODEL": "0"})
     assert prepared.returncode == 0 and "/models/m" in prepared.stdout  # prepare-model always prepares
     skipped = dry_run("cpu-worker", env={"TANDEM_MODEL": "/models/m", "TANDEM_PREPARE_MODEL": "0"})

@@ -1,4 +1,4 @@
-"""`make run` (tandem.devstack) as a person runs it: it comes up with the embedded Redis,
+"""`make run` (devstack) as a person runs it: it comes up with the embedded Redis,
 answers the official `openai` client through every tier with the demo key it prints,
 and a Ctrl-C in the terminal stops every process cleanly."""
 
@@ -16,8 +16,8 @@ import time
 import openai
 import pytest
 
-from tandem import embedded_redis
-from tandem.processes import free_port
+from devstack import embedded_redis
+from devstack.processes import free_port
 from tests.conftest import BASE_DIR
 
 pytestmark = pytest.mark.timeout(400)  # migrations, seeding and two model loads, then a stop
@@ -63,7 +63,7 @@ def test_make_run_answers_and_stops_cleanly_on_ctrl_c(tmp_path):
                DATABASE_URL=f"sqlite:///{tmp_path / 'devstack.sqlite3'}", PYTHONUNBUFFERED="1")
     # Its own process group, as a shell gives a foreground job: the Ctrl-C below goes to
     # the whole group, as a terminal's does.
-    proc = subprocess.Popen([sys.executable, "-m", "tandem.devstack"], cwd=BASE_DIR, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "devstack"], cwd=BASE_DIR, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     out = _Output(proc)

@@ -9,7 +9,7 @@ from asgiref.sync import sync_to_async
 from django.http import JsonResponse
 from drf_spectacular.utils import extend_schema
 
-from inference.requests import Sampling
+from inference.wire.spec import Sampling
 from tandem.chat import services
 from tandem.chat.models import Conversation, Message
 from tenants.selectors import scope_to_tenant, usage_daily

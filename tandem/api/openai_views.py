@@ -8,8 +8,8 @@ from asgiref.sync import sync_to_async
 from django.http import JsonResponse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 
-from inference.requests import Sampling
-from inference.validation import InvalidInput
+from inference.text.validation import InvalidInput
+from inference.wire.spec import Sampling
 from tandem.chat import services
 from tandem.chat.models import Conversation
 

@@ -14,7 +14,7 @@ import time
 from django.conf import settings
 from django.http import JsonResponse, StreamingHttpResponse
 
-from inference.redis_client import get_async_redis
+from inference.wire.connections import get_async_redis
 from tandem.chat.replies import ReplyFollower
 from tandem.chat.services import Submission
 

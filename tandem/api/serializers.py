@@ -14,7 +14,7 @@ VISITOR_ID_MAX = 128  # chat.Conversation.visitor_id
 
 
 # At least one character that is neither whitespace nor a control character: what the
-# pipeline's validation accepts (see inference.validation.clean_user_text).
+# pipeline's validation accepts (see inference.text.validation.clean_user_text).
 TEXT_PATTERN = "[^\\s\\u0000-\\u001f\\u007f-\\u009f]"
 
 

@@ -17,9 +17,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from inference import keys, streams
-from inference.redis_client import get_async_redis
-from inference.validation import InvalidInput
+from inference.text.validation import InvalidInput
+from inference.wire import streams
+from inference.wire.connections import get_async_redis
 from tenants import changes
 from tenants.models import ApiKey
 from tenants.services import (
@@ -198,7 +198,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._error(exc.code, str(exc))
             return
         request_id = str(msg.pk)
-        if msg.is_final and not await self.redis.exists(keys.stream(request_id)):
+        if msg.is_final and not await streams.exists(self.redis, request_id):
             # Finished long ago: its stream expired, and nothing more will be written.
             await self._send(_frame(request_id, EXPIRED))
             return

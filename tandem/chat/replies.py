@@ -10,9 +10,8 @@ from collections.abc import AsyncIterator
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from inference import keys, streams
-from inference import services as pipeline
-from inference.services import LISTENER_TTL_S
+from inference.pipeline import outcomes, submit
+from inference.wire import streams
 
 EXPIRED = streams.error_record(
     "stream_expired", "This reply's stream has expired; its final text is in the conversation's transcript.")
@@ -21,13 +20,13 @@ EXPIRED = streams.error_record(
 def _give_up(request_id: str, *, served: bool, stalled: bool) -> bool:
     """Cancel and fail a request that went silent. False when it was already final (its
     stream then holds nothing more to read: it expired)."""
-    pipeline.request_cancel(request_id=request_id)
+    submit.request_cancel(request_id=request_id)
     if stalled:
         code, text = "timeout", "The reply stopped arriving; please retry."
     else:
         code = "timeout" if served else "no_worker"
         text = "No worker picked up the request in time; please retry later."
-    return pipeline.request_fail(request_id=request_id, code=code, message=text)
+    return outcomes.request_fail(request_id=request_id, code=code, message=text)
 
 
 class ReplyFollower:
@@ -68,8 +67,8 @@ class ReplyFollower:
                     return
             # Keep the listener lease alive, after the caller has sent the record on: the
             # first token never waits on this round trip.
-            if now - self._touched_at > LISTENER_TTL_S / 3:
-                await self.aredis.set(keys.listener(self.request_id), "1", ex=LISTENER_TTL_S)
+            if now - self._touched_at > streams.LISTENER_TTL_S / 3:
+                await streams.keep_listening(self.aredis, self.request_id)
                 self._touched_at = now
 
     def _patience(self) -> float:
@@ -77,4 +76,4 @@ class ReplyFollower:
 
     async def cancel(self) -> None:
         if not self.finished:
-            await sync_to_async(pipeline.request_cancel)(request_id=self.request_id)
+            await sync_to_async(submit.request_cancel)(request_id=self.request_id)

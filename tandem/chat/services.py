@@ -8,13 +8,13 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from inference import services as pipeline
-from inference.heartbeats import live_workers
-from inference.redis_client import get_redis
-from inference.requests import RequestSpec, Sampling
-from inference.routing import Route, route_for_tenant
-from inference.tokens import estimate_prompt_tokens
-from inference.validation import InvalidInput, clean_user_text
+from inference.pipeline import submit as pipeline
+from inference.pipeline.route import Route, route_for_tenant, served_by
+from inference.text.tokenizer import estimate_prompt_tokens
+from inference.text.validation import InvalidInput, clean_user_text
+from inference.wire.connections import get_redis
+from inference.wire.spec import RequestSpec, Sampling
+from inference.wire.workers import live_workers
 from tenants import changes, quotas
 from tenants.models import ApiKey, Tenant
 from tenants.selectors import scope_to_tenant
@@ -93,10 +93,7 @@ def message_get(*, tenant: Tenant, message_id) -> Message:
 
 def route_is_served(route: Route) -> bool:
     # One read of the heartbeats for both tiers (each read is two round trips).
-    workers = {(w["role"], w["pool"]) for w in live_workers(get_redis())}
-    if route.colocated:
-        return ("colocated", route.prefill_pool) in workers
-    return ("prefill", route.prefill_pool) in workers and ("decode", route.decode_pool) in workers
+    return served_by(route, live_workers(get_redis()))
 
 
 def prompt_history(conversation: Conversation) -> list[dict]:
@@ -178,7 +175,7 @@ def chat_submit(
     try:
         # Enqueued before the rows are written: the CPU tier prepares the prompt while
         # they are; the request goes on once both are done, by whichever finishes second
-        # (the commit is reported below; see inference.handoff).
+        # (the commit is reported below; see inference.pipeline.handoff).
         pipeline.request_enqueue(spec=spec)
         with transaction.atomic():
             if conversation is None:

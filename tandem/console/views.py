@@ -5,8 +5,8 @@ page links to; this page is the at-a-glance view."""
 from django.contrib.admin.views.decorators import staff_member_required
 from django.shortcuts import render
 
-from inference.heartbeats import live_workers
-from inference.redis_client import get_redis
+from inference.wire.connections import get_redis
+from inference.wire.workers import live_workers
 from tenants.selectors import tenant_list, tenant_usage_vs_quota
 
 

@@ -139,7 +139,7 @@ def test_a_streaming_client_that_disconnects_cancels_its_request(http, tenant, p
             if line.startswith("data: ") and '"content":"' in line and json.loads(line[6:])["choices"][0]["delta"].get("content"):
                 break
     # the server notices the disconnect, cancels, and the decode worker finishes it as cancelled
-    from tandem.processes import wait_for
+    from devstack.processes import wait_for
 
     msg = wait_for(lambda: Message.objects.filter(pk=request_id, status__in=["cancelled", "done"]).first(),
                    timeout=60, what="the request to end")
@@ -177,8 +177,8 @@ def test_a_streaming_client_that_leaves_before_its_first_token_cancels_its_reque
     import socket
     from urllib.parse import urlsplit
 
-    from inference import keys
-    from tandem.processes import wait_for
+    from devstack.processes import wait_for
+    from inference.wire import keys
     from tenants.models import ComputePool
 
     t = make_tenant(max_output_tokens=8)

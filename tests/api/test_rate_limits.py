@@ -7,7 +7,7 @@ import asyncio
 import httpx
 import pytest
 
-from tandem.processes import extra_web, wait_for
+from devstack.processes import extra_web, wait_for
 from tenants.models import UsageRecord
 from tests.factories import make_tenant
 

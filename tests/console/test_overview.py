@@ -1,7 +1,7 @@
 import pytest
 
-from inference.heartbeats import HeartbeatThread
-from inference.redis_client import get_redis
+from inference.wire.connections import get_redis
+from inference.worker.heartbeats import HeartbeatThread
 from tests.factories import UserFactory, make_tenant
 
 pytestmark = pytest.mark.django_db

@@ -14,13 +14,13 @@ from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from inference import keys, streams
-from inference.cpu_tier import preprocess_request
-from inference.engine.prompting import build_prompt
-from inference.redis_client import get_redis
-from inference.requests import RequestSpec, Sampling, load, save
-from inference.services import request_stored
-from inference.tokens import get_tokenizer
+from inference.pipeline.cpu import preprocess_request
+from inference.pipeline.submit import request_stored
+from inference.text.prompting import build_prompt
+from inference.text.tokenizer import get_tokenizer
+from inference.wire import broker, keys, streams
+from inference.wire.connections import get_redis
+from inference.wire.spec import RequestSpec, Sampling, load, save
 from tandem.chat.models import Conversation, Message
 from tests.factories import make_tenant
 
@@ -173,10 +173,10 @@ def test_a_bad_request_is_failed_by_the_web_tiers_report_when_it_commits_last(po
 
 
 def test_a_repeated_report_never_sends_the_request_on_twice(pool):
-    from inference import handoff
+    from inference.pipeline import handoff
 
     spec = make_spec(pool, [{"role": "user", "content": "Hello"}])  # the web tier reported first
-    ready = handoff.cpu_ready(task="prefill", queue=f"prefill.{pool}", priority=4)
+    ready = handoff.cpu_ready(task=broker.PREFILL, queue=f"prefill.{pool}", priority=4)
     handoff.report(get_redis(), spec.request_id, ready)
     handoff.report(get_redis(), spec.request_id, ready)  # a redelivered task's report
     request_stored(request_id=spec.request_id, committed=True)  # and a repeated web report
@@ -186,7 +186,7 @@ def test_a_repeated_report_never_sends_the_request_on_twice(pool):
 def test_a_request_whose_worker_died_before_sending_it_on_is_sent_by_the_redelivered_task(pool):
     import json
 
-    from inference import handoff
+    from inference.pipeline import handoff
 
     spec = make_spec(pool, [{"role": "user", "content": "Hello"}])  # the web tier has reported
     # The first run stored the prompt and its report (one transaction), then its worker
@@ -194,7 +194,7 @@ def test_a_request_whose_worker_died_before_sending_it_on_is_sent_by_the_redeliv
     client = get_redis()
     spec.prompt_token_ids = [1, 2, 3]
     save(client, spec)
-    ready = handoff.cpu_ready(task="prefill", queue=f"prefill.{pool}", priority=4)
+    ready = handoff.cpu_ready(task=broker.PREFILL, queue=f"prefill.{pool}", priority=4)
     client.rpush(keys.handoff(spec.request_id), json.dumps(ready))
     assert queued(pool) == 0
 

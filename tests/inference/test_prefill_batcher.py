@@ -12,7 +12,7 @@ import torch
 from inference.engine.loader import load_model
 from inference.engine.prefill import PrefillRequest
 from inference.engine.tiny import build_tiny_model
-from inference.prefill_batcher import PrefillBatcher, PrefillCancelled, _Waiting, pick_batch
+from inference.worker.prefill_batcher import PrefillBatcher, PrefillCancelled, _Waiting, pick_batch
 
 from .engine.conftest import GREEDY, PROMPTS, tiny_config
 

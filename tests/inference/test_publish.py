@@ -1,4 +1,4 @@
-"""`inference.publish.send` puts on the queue the message `apply_async` would: the
+"""`inference.wire.broker.send` puts on the queue the message `apply_async` would: the
 workers cannot tell which sent it."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import base64
 import json
 import uuid
 
-from inference import publish
-from inference.redis_client import get_redis
 from inference.tasks import decode
+from inference.wire import broker
+from inference.wire.connections import get_redis
 
 VARYING = {"id", "root_id", "correlation_id", "delivery_tag", "argsrepr", "origin"}
 
@@ -31,10 +31,11 @@ def _comparable(message: dict) -> dict:
 
 def test_send_publishes_what_apply_async_publishes():
     queue = f"decode.publish-test-{uuid.uuid4().hex[:8]}"
-    args = ["a-request-id", 42, {"prefill_worker": "prefill.shared@host", "ttft_ms": 12.5}]
+    args = ["a-request-id", {"first_token": 42, "prefill_worker": "prefill.shared@host", "ttft_ms": 12.5,
+                             "prefill_engine_ms": 10.0, "cached_tokens": 0}]
     decode.apply_async(args=args, queue=queue, priority=3)
     by_celery = _pop(queue, 3)
-    task_id = publish.send(decode, args, queue=queue, priority=3)
+    task_id = broker.send(broker.DECODE, args, queue=queue, priority=3)
     by_send = _pop(queue, 3)
     assert by_send["headers"]["id"] == task_id and by_send["headers"]["task"] == "tandem.decode"
     assert _comparable(by_send) == _comparable(by_celery)

@@ -11,19 +11,21 @@ import uuid
 import pytest
 import redis.asyncio
 
-from inference import keys, streams
-from inference.redis_client import get_redis
-from inference.requests import RequestSpec, Sampling
-from inference.services import request_fail, request_finish
+from inference.pipeline.contracts import ReplyOutcome
+from inference.pipeline.outcomes import request_fail, request_finish
+from inference.wire import keys, streams
+from inference.wire.connections import get_redis
+from inference.wire.publisher import StreamPublisher
+from inference.wire.spec import RequestSpec, Sampling
 from tandem.chat.models import Conversation, Message
 from tenants.models import UsageRecord
 from tests.factories import make_tenant
 
 
 def _finish(spec: RequestSpec) -> bool:
-    return request_finish(spec=spec, text="Late reply.", finish_reason="cancelled", prompt_tokens=40,
-                          cached_tokens=0, completion_tokens=0, ttft_ms=None, duration_ms=1.0,
-                          prefill_worker="prefill.test@host", decode_worker="")
+    return request_finish(spec=spec, outcome=ReplyOutcome(
+        text="Late reply.", finish_reason="cancelled", prompt_tokens=40, cached_tokens=0, completion_tokens=0,
+        ttft_ms=None, duration_ms=1.0, prefill_worker="prefill.test@host", decode_worker=""))
 
 
 @pytest.mark.django_db
@@ -79,12 +81,12 @@ def test_a_batch_sent_while_redis_is_briefly_down_arrives_once_it_is_back(tmp_pa
 
     import redis as redis_lib
 
-    from tandem import embedded_redis
-    from tandem.processes import free_port
+    from devstack import embedded_redis
+    from devstack.processes import free_port
 
     port = free_port()
     client = redis_lib.Redis.from_url(f"redis://127.0.0.1:{port}/0")
-    publisher = streams.StreamPublisher(client)
+    publisher = StreamPublisher(client)
     request_id, sent = str(uuid.uuid4()), threading.Event()
     # Nothing listens on the port yet: the publisher's first send fails at once.
     publisher.put(request_id, streams.end_record("stop", {"completion_tokens": 1}), done=sent)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import redis as redis_lib
 
-from inference import streams
-from tandem.processes import extra_worker
+from devstack.processes import extra_worker
+from inference.wire import streams
 from tenants.models import ComputePool, UsageRecord
 from tests.factories import make_tenant
 from tests.platform_fixtures import DECODE_SLOTS, chat_socket

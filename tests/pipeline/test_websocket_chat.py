@@ -10,9 +10,9 @@ import pytest
 import redis as redis_lib
 import websockets
 
-from inference import streams
-from inference.engine.prompting import build_prompt
-from inference.requests import load
+from inference.text.prompting import build_prompt
+from inference.wire import streams
+from inference.wire.spec import load
 from tandem.chat.models import Conversation, Message
 from tenants.models import ComputePool, Tenant, UsageRecord
 from tenants.services import api_key_revoke

@@ -14,7 +14,7 @@ import redis
 import torch
 
 from inference.engine.kv import KVCache
-from inference.engine.kvstore import (
+from inference.kvstore import (
     KVCorrupt,
     KVMismatch,
     KVMissing,

@@ -126,7 +126,7 @@ def test_prefill_batch_composition_changes_neither_first_token_nor_kv(prefill_en
 
 
 def test_kv_through_the_shared_memory_store_decodes_the_same(prefill_engine, make_decode, tiny_reference, tmp_path):
-    from inference.engine.kvstore import SharedMemoryKVStore
+    from inference.kvstore import SharedMemoryKVStore
 
     store = SharedMemoryKVStore(tmp_path / "kv")
     decode = make_decode()

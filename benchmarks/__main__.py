@@ -1,0 +1,9 @@
+import importlib
+import sys
+
+SUITES = {"engine": "benchmarks.engine", "e2e": "benchmarks.e2e", "fairness": "benchmarks.fairness"}
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in SUITES:
+        sys.exit(f"usage: python -m benchmarks {{{'|'.join(SUITES)}}} [options]")
+    importlib.import_module(SUITES[sys.argv[1]]).main(sys.argv[2:])

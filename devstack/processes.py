@@ -1,0 +1,153 @@
+"""Starting the platform as real processes (daphne and Celery workers) from Python, for
+the end-to-end tests and the benchmarks: nothing mocked or eager, requests cross process
+boundaries exactly as in production."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+from inference.wire.workers import live_workers
+from inference.worker.commandline import worker_argv
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+# Each platform's process logs go to a folder of their own (one per test session or
+# benchmark run), so concurrent sessions never overwrite each other's logs.
+LOG_ROOT = BASE_DIR / "var" / "test-logs"
+
+
+def new_log_dir(label: str = "run") -> Path:
+    return LOG_ROOT / f"{label}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def database_url(settings_dict: dict) -> str:
+    engine = settings_dict["ENGINE"]
+    if engine.endswith("sqlite3"):
+        return f"sqlite:///{settings_dict['NAME']}"
+    user = settings_dict.get("USER") or ""
+    password = f":{settings_dict['PASSWORD']}" if settings_dict.get("PASSWORD") else ""
+    host = settings_dict.get("HOST") or "127.0.0.1"
+    port = settings_dict.get("PORT") or 5432
+    return f"postgres://{user}{password}@{host}:{port}/{settings_dict['NAME']}"
+
+
+@dataclass
+class Platform:
+    base_url: str
+    ws_url: str
+    env: dict
+    log_dir: Path
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+
+    def stop(self, name: str) -> None:
+        proc = self.procs.pop(name)
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _spawn(name: str, argv: list[str], env: dict, log_dir: Path) -> subprocess.Popen:
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with open(log_dir / f"{name}.log", "w") as log:  # the child keeps its own descriptor
+        return subprocess.Popen(argv, cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_for(predicate, *, timeout: float, what: str, procs: dict | None = None, log_dir: Path | None = None):
+    """Poll a condition about another process (a server coming up) with a deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        for name, proc in (procs or {}).items():
+            if proc.poll() is not None:
+                where = f"; see {log_dir / (name + '.log')}" if log_dir else ""
+                raise RuntimeError(f"{name} exited with {proc.returncode}{where}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+@contextmanager
+def running_platform(*, db_url: str, model_dir: str, workers: list[tuple[str, str, dict]], extra_env=None,
+                     log_dir: Path | None = None):
+    """Start daphne plus `workers` [(role, pool, env)], wait until every model worker
+    sends a heartbeat, yield a Platform, stop everything. Logs go to `log_dir` (default:
+    a new folder under var/test-logs/)."""
+    port = free_port()
+    env = {**os.environ, "DATABASE_URL": db_url, "TANDEM_MODEL": model_dir, "PYTHONUNBUFFERED": "1",
+           "DJANGO_SETTINGS_MODULE": "tandem.settings", **(extra_env or {})}
+    platform = Platform(base_url=f"http://127.0.0.1:{port}", ws_url=f"ws://127.0.0.1:{port}", env=env,
+                        log_dir=log_dir or new_log_dir())
+    platform.procs["web"] = _spawn("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                                           "tandem.asgi:application"], env, platform.log_dir)
+    expected = []
+    for role, pool, wenv in workers:
+        conc = int(wenv.get("CONCURRENCY", "4"))
+        name = f"{role}-{pool}"
+        platform.procs[name] = _spawn(name, worker_argv(role, pool, concurrency=conc),
+                                      {**env, "TANDEM_ROLE": role, "TANDEM_POOL": pool, **wenv}, platform.log_dir)
+        if role != "cpu":
+            expected.append((role, pool))
+    client = redis.Redis.from_url(env["REDIS_URL"])
+    try:
+        wait_for(lambda: _port_open(port), timeout=60, what="daphne", procs=platform.procs,
+                 log_dir=platform.log_dir)
+        for role, pool in expected:
+            wait_for(lambda r=role, p=pool: live_workers(client, role=r, pool=p), timeout=180,
+                     what=f"{role}.{pool} heartbeat", procs=platform.procs, log_dir=platform.log_dir)
+        yield platform
+    finally:
+        for name in list(platform.procs):
+            platform.stop(name)
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextmanager
+def extra_worker(platform: Platform, *, role: str, pool: str, env: dict, concurrency: int = 4):
+    """One more model worker beside a running platform (e.g. a dedicated pool's)."""
+    name = f"{role}-{pool}"
+    platform.procs[name] = _spawn(name, worker_argv(role, pool, concurrency=concurrency),
+                                  {**platform.env, "TANDEM_ROLE": role, "TANDEM_POOL": pool, **env}, platform.log_dir)
+    client = redis.Redis.from_url(platform.env["REDIS_URL"])
+    try:
+        wait_for(lambda: live_workers(client, role=role, pool=pool), timeout=180,
+                 what=f"{role}.{pool} heartbeat", procs={name: platform.procs[name]}, log_dir=platform.log_dir)
+        yield
+    finally:
+        platform.stop(name)
+
+
+@contextmanager
+def extra_web(platform: Platform):
+    """A second daphne process on the same database and Redis; yields its base URL."""
+    port = free_port()
+    name = f"web-{port}"
+    platform.procs[name] = _spawn(name, [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                                         "tandem.asgi:application"], platform.env, platform.log_dir)
+    try:
+        wait_for(lambda: _port_open(port), timeout=60, what="second daphne", procs={name: platform.procs[name]},
+                 log_dir=platform.log_dir)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        platform.stop(name)

@@ -1,0 +1,107 @@
+"""The CPU tier: validate, build the prompt (tenant system prompt + history within the
+context window), tokenize, send the request on to the pools the web tier routed it to.
+No model weights here: only the tokenizer, loaded once per worker process.
+
+Everything it needs is in the request's spec (the web tier wrote the tenant's system
+prompt, its prompt limit and the conversation): no database reads on the way to the
+first token. The web tier enqueues the request before it stores the message rows, so it
+builds the prompt while they are written; the request goes on (or fails) once both are
+done, by whichever of the two tiers finishes second (`handoff`)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from ..text.prompting import PromptTooLong, build_prompt
+from ..text.tokenizer import get_tokenizer
+from ..text.validation import InvalidInput, clean_user_text
+from ..wire import broker, streams
+from ..wire.connections import get_redis
+from ..wire.spec import RequestSpec, load_with_cancel, save
+from . import handoff, outcomes
+
+
+def preprocess_request(request_id: str) -> str | None:
+    """Returns the queue the request goes on to (sent from here, or by the web tier when
+    its rows commit after this), or None when it ended here (or had already been through
+    here: a redelivered task does nothing)."""
+    client = get_redis()
+    spec, cancelled = load_with_cancel(client, request_id)
+    if spec is not None and spec.prompt_token_ids:
+        # Redelivered (the worker died after storing the prompt, before acking): prefill
+        # has it unless the worker died before the send, which the hand-off can tell.
+        handoff.send_if_lost(client, request_id)
+        return None
+    failure, prompt = None, None
+    if spec is None:
+        failure = ("expired", "The request expired before it was processed.")
+    elif cancelled:
+        failure = ("cancelled", "Cancelled before processing.")
+    else:
+        try:
+            system_prompt, history = prompt_parts(spec)
+            context_room = max(16, settings.TANDEM_MAX_CONTEXT - spec.sampling.max_tokens)
+            prompt = build_prompt(
+                get_tokenizer(), system_prompt=system_prompt, history=history,
+                max_prompt_tokens=min(spec.max_prompt_tokens, context_room),
+            )
+        except PromptTooLong as exc:
+            failure = ("prompt_too_long", str(exc))
+        except (InvalidInput, ValueError) as exc:
+            failure = (getattr(exc, "code", "invalid_message"), str(exc))
+    # The web tier enqueued this before storing the message rows: the request goes on
+    # (or fails) once both the rows and the prompt are done, by whichever comes second.
+    if failure:
+        handoff.report(client, request_id, handoff.cpu_failed(*failure))
+        return None
+    spec.prompt_token_ids = prompt.token_ids
+    spec.cache_salt = f"tenant:{spec.tenant_id}"
+    spec.system_prompt, spec.prompt_messages = "", []  # the ids replace them for every later tier
+    tier, task = ("colocated", broker.COLOCATED) if spec.colocated else ("prefill", broker.PREFILL)
+    queue = broker.queue_name(tier, spec.prefill_pool)
+
+    def state(pipe):
+        # The spec the model tier fetches, and the stream's progress record, in the same
+        # transaction as the report.
+        save(pipe, spec)
+        streams.append(pipe, request_id, [streams.status_record("prefilling", f"queued on {queue}")])
+
+    done = handoff.report(client, request_id, handoff.cpu_ready(
+        task=task, queue=queue, priority=broker.broker_priority(spec.priority)), state)
+    if done == handoff.SENT:
+        # The rows are committed (this report completed the pair). Written after the
+        # send, off the way to the first token. When the web tier's commit completes the
+        # pair instead, the status goes from "queued" straight to "decoding".
+        outcomes.message_set_status(request_id=request_id, status="prefilling")
+    return queue
+
+
+def prompt_parts(spec: RequestSpec) -> tuple[str | None, list[dict]]:
+    """(system prompt, history) for build_prompt from the spec's inputs. An integrator's
+    own system messages (REST) follow the tenant's system prompt; replies with no text
+    are left out; the last message must be the user's, and is validated again here."""
+    extra_system, history = [], []
+    for m in spec.prompt_messages:
+        if m["role"] == "system":
+            extra_system.append(m["content"])
+        elif m["role"] == "assistant" and not m["content"]:
+            continue
+        else:
+            history.append({"role": m["role"], "content": m["content"]})
+    if not history or history[-1]["role"] != "user":
+        raise InvalidInput("The conversation must end with a user message.")
+    history[-1]["content"] = clean_user_text(history[-1]["content"])
+    system_prompt = "\n\n".join(p for p in [spec.system_prompt, *extra_system] if p) or None
+    return system_prompt, _alternating(history)
+
+
+def _alternating(history: list[dict]) -> list[dict]:
+    """Merge consecutive messages of the same role (e.g. a user who sent two messages
+    while no reply came): chat templates expect user and assistant to alternate."""
+    merged: list[dict] = []
+    for m in history:
+        if merged and merged[-1]["role"] == m["role"]:
+            merged[-1] = {"role": m["role"], "content": merged[-1]["content"] + "\n\n" + m["content"]}
+        else:
+            merged.append(dict(m))
+    return merged

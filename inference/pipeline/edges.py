@@ -1,0 +1,56 @@
+"""What every model tier does at the edges of a request: fetch its spec (ending it if
+it expired or was cancelled while queued), turn its sampling into engine parameters,
+and end it early (before decode) with its message, usage and stream closed."""
+
+from __future__ import annotations
+
+import time
+
+from ..engine.sampling import SamplingParams
+from ..wire import streams
+from ..wire.spec import RequestSpec, load, load_with_cancel
+from ..worker.runtime import Runtime
+from . import outcomes
+from .contracts import ReplyOutcome
+
+EXPIRED = ("expired", "The request expired in the queue.")
+
+
+def sampling_params(spec: RequestSpec) -> SamplingParams:
+    s = spec.sampling
+    return SamplingParams(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed,
+                          max_tokens=max(1, s.max_tokens))
+
+
+def load_spec(rt: Runtime, request_id: str) -> RequestSpec | None:
+    """The request's spec, or None after failing the request when it has expired."""
+    spec = load(rt.client, request_id)
+    if spec is None:
+        outcomes.request_fail(request_id=request_id, code=EXPIRED[0], message=EXPIRED[1])
+    return spec
+
+
+def live_spec(rt: Runtime, request_id: str) -> RequestSpec | None:
+    """The spec of a request still worth running: None (after ending it) when it expired
+    or was cancelled while it waited in the queue."""
+    spec, cancelled = load_with_cancel(rt.client, request_id)
+    if spec is None:
+        outcomes.request_fail(request_id=request_id, code=EXPIRED[0], message=EXPIRED[1])
+        return None
+    if cancelled:
+        finish_early(rt, spec, reason="cancelled")
+        return None
+    return spec
+
+
+def finish_early(rt: Runtime, spec: RequestSpec, *, reason: str, text: str = "", completion: int = 0,
+                 cached: int = 0, ttft_ms: float | None = None) -> None:
+    """End a request that never reaches decode (cancelled before it, or finished by its
+    first token): persist, then close the stream."""
+    outcome = ReplyOutcome(
+        text=text, finish_reason=reason, prompt_tokens=len(spec.prompt_token_ids),
+        completion_tokens=completion, cached_tokens=cached, ttft_ms=ttft_ms,
+        duration_ms=(time.time() - spec.enqueued_at) * 1000, prefill_worker=rt.name, decode_worker="",
+    )
+    if outcomes.request_finish(spec=spec, outcome=outcome):
+        streams.publish(rt.client, spec.request_id, [outcomes.end_record(outcome)])

@@ -1,0 +1,95 @@
+"""How a reply ends, written where the web tier reads it: the assistant message's status
+and text, its UsageRecord, the quota's real count, and the stream's last record.
+
+The one module of the pipeline that writes the web tier's rows (import-linter holds
+every other to that). Finishing runs in a task thread after the engine reports the end,
+never inside the decode loop."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from django.db import DatabaseError, transaction
+from django.utils import timezone
+
+from tandem.chat.models import Message
+from tenants import quotas
+from tenants.models import UsageRecord
+
+from ..wire import streams
+from ..wire.connections import get_redis
+from ..wire.spec import RequestSpec
+from .contracts import ReplyOutcome
+
+log = logging.getLogger(__name__)
+
+# A message's progress, in order. Tiers report it from different processes, and a later
+# tier can report before an earlier one (the prefill tier may be done before the CPU tier
+# writes "prefilling"), so a status only ever moves forward.
+_PROGRESS = [Message.Status.QUEUED, Message.Status.PREFILLING, Message.Status.DECODING]
+
+
+def message_set_status(*, request_id: str, status: str) -> None:
+    """Advance the message to `status` unless it is already there, further on, or final.
+    Best effort: tiers call this after sending the request on, and a failed progress
+    write must not fail a request that is already running (its finish writes the row)."""
+    earlier = _PROGRESS[: _PROGRESS.index(status)]
+    try:
+        Message.objects.filter(pk=request_id, status__in=earlier).update(status=status)
+    except DatabaseError:
+        log.warning("could not mark %s %s", request_id, status, exc_info=True)
+
+
+def request_fail(*, request_id: str, code: str, message: str) -> bool:
+    """Close the stream with an error record and mark the message failed. Idempotent: a
+    message already final is left as it is, and False says so."""
+    updated = Message.objects.filter(pk=request_id, status__in=_PROGRESS).update(
+        status=Message.Status.FAILED, error=f"{code}: {message}", finished_at=timezone.now())
+    if updated:
+        streams.publish(get_redis(), request_id, [streams.error_record(code, message)])
+    _quota_release(request_id=request_id)
+    return bool(updated)
+
+
+def request_finish(*, spec: RequestSpec, outcome: ReplyOutcome) -> bool:
+    """Write the reply, its UsageRecord and the quota's real count. False, with nothing
+    written, when the message is already final: failed while it waited (a timeout, whose
+    error record already closed the stream and released the quota), or finished by an
+    earlier run of a redelivered task. The caller then writes no end record."""
+    o = outcome
+    status = Message.Status.CANCELLED if o.finish_reason == "cancelled" else Message.Status.DONE
+    with transaction.atomic():
+        updated = Message.objects.filter(pk=spec.request_id, status__in=_PROGRESS).update(
+            content=o.text, status=status, prompt_tokens=o.prompt_tokens,
+            completion_tokens=o.completion_tokens, finish_reason=o.finish_reason,
+            ttft_ms=o.ttft_ms, duration_ms=o.duration_ms, finished_at=timezone.now(),
+        )
+        if not updated:
+            return False
+        UsageRecord.objects.update_or_create(
+            message_id=uuid.UUID(spec.request_id),
+            defaults=dict(
+                tenant_id=spec.tenant_id, api_key_id=spec.api_key_id, prompt_tokens=o.prompt_tokens,
+                cached_tokens=o.cached_tokens, completion_tokens=o.completion_tokens, ttft_ms=o.ttft_ms,
+                duration_ms=o.duration_ms, prefill_pool=spec.prefill_pool, decode_pool=spec.decode_pool,
+                prefill_worker=o.prefill_worker, decode_worker=o.decode_worker, finish_reason=o.finish_reason,
+            ),
+        )
+    # The real count replaces the reservation made at admission, and the tenant's stream
+    # slot frees (idempotent: a redelivered task does not count twice).
+    quotas.reconcile(get_redis(), tenant_id=spec.tenant_id, request_id=spec.request_id,
+                     actual_tokens=o.prompt_tokens + o.completion_tokens)
+    return True
+
+
+def end_record(outcome: ReplyOutcome) -> dict:
+    """The stream's last record for a reply that `request_finish` wrote."""
+    return streams.end_record(outcome.finish_reason, outcome.usage, outcome.timings)
+
+
+def _quota_release(*, request_id: str) -> None:
+    msg = Message.objects.filter(pk=request_id).select_related("conversation").first()
+    if msg is not None:
+        quotas.release(get_redis(), tenant_id=msg.conversation.tenant_id, request_id=request_id,
+                       tokens_used=msg.prompt_tokens + msg.completion_tokens)

@@ -1,0 +1,72 @@
+"""The prefill tier: run the prompt (batched with whatever else arrived), stream the
+first token at once, hand the KV to the KV store and enqueue decode."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from ..engine.prefill import PrefillRequest
+from ..text.detokenize import IncrementalDetokenizer
+from ..wire import broker, streams
+from ..worker.prefill_batcher import PrefillCancelled
+from ..worker.runtime import get_runtime
+from . import outcomes
+from .contracts import PrefillHandoff
+from .edges import finish_early, live_spec, sampling_params
+
+log = logging.getLogger(__name__)
+KV_TTL_S = 300
+
+
+def run_prefill(request_id: str) -> None:
+    rt = get_runtime()
+    spec = live_spec(rt, request_id)
+    if spec is None:
+        return
+    rt.track(request_id)
+    kv_stored = False
+    try:
+        params = sampling_params(spec)
+        t_engine = time.time()
+        fut = rt.prefill.submit(PrefillRequest(request_id=request_id, token_ids=spec.prompt_token_ids,
+                                               sampling=params, cache_salt=spec.cache_salt),
+                                group=spec.tenant_id, priority=spec.priority)
+        try:
+            result = fut.result()
+        except PrefillCancelled:
+            finish_early(rt, spec, reason="cancelled")
+            return
+        now = time.time()
+        ttft_ms = (now - spec.enqueued_at) * 1000
+        # The engine's share of the first token (waiting for a batch, the forward and
+        # sampling): what the time to first token would be without the platform around it.
+        engine_ms = (now - t_engine) * 1000
+        first = int(result.first_token)
+        if result.finish_reason == "stop":  # the first token is a stop token: an empty reply
+            finish_early(rt, spec, reason="stop", cached=result.cached_tokens, ttft_ms=ttft_ms)
+            return
+        text = IncrementalDetokenizer(rt.model.tokenizer, spec.prompt_token_ids).push(first)
+        # The first token goes out before anything else: it is the user's time to first token.
+        streams.publish(rt.client, request_id, [streams.token_record(0, text, first)])
+        if result.finish_reason is not None:  # max_tokens == 1, or the context is full
+            finish_early(rt, spec, reason=result.finish_reason, text=text, completion=1,
+                         cached=result.cached_tokens, ttft_ms=ttft_ms)
+            return
+        rt.kvstore.put(request_id, result.kv, ttl_s=KV_TTL_S)
+        kv_stored = True
+        handoff = PrefillHandoff(first_token=first, prefill_worker=rt.name, ttft_ms=ttft_ms,
+                                 prefill_engine_ms=engine_ms, cached_tokens=result.cached_tokens)
+        broker.send(broker.DECODE, [request_id, handoff.to_dict()], queue=broker.queue_name("decode", spec.decode_pool),
+                    priority=broker.broker_priority(spec.priority))
+        outcomes.message_set_status(request_id=request_id, status="decoding")
+    except Exception as exc:
+        log.exception("prefill failed for %s", request_id)
+        if kv_stored:  # no decode will take it (shared memory would hold it until reaped)
+            try:
+                rt.kvstore.delete(request_id)
+            except Exception:  # noqa: BLE001 - the store may be what failed; its TTL still applies
+                log.warning("could not delete the KV of %s", request_id, exc_info=True)
+        outcomes.request_fail(request_id=request_id, code="prefill_failed", message=f"Prefill failed: {exc}")
+    finally:
+        rt.untrack(request_id)

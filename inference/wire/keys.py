@@ -1,0 +1,35 @@
+"""Redis key names. One id follows a request end to end (the assistant message's UUID);
+every per-request key is derived from it here and nowhere else."""
+
+PREFIX = "tandem"
+
+
+def stream(request_id: str) -> str:
+    return f"{PREFIX}:stream:{request_id}"
+
+
+def request(request_id: str) -> str:
+    return f"{PREFIX}:req:{request_id}"
+
+
+def kv(request_id: str) -> str:
+    return f"{PREFIX}:kv:{request_id}"
+
+
+def cancel(request_id: str) -> str:
+    return f"{PREFIX}:cancel:{request_id}"
+
+
+def listener(request_id: str) -> str:
+    return f"{PREFIX}:listen:{request_id}"
+
+
+def handoff(request_id: str) -> str:
+    return f"{PREFIX}:handoff:{request_id}"
+
+
+# A cancel flag outlives any request (its spec expires after an hour too).
+CANCEL_TTL_S = 3600
+CANCEL_CHANNEL = f"{PREFIX}:cancel"
+WORKER_HASH_PREFIX = f"{PREFIX}:worker:"
+WORKERS_SET = f"{PREFIX}:workers"

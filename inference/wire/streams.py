@@ -1,0 +1,128 @@
+"""Token streams: one Redis Stream per request, `tandem:stream:<request id>`.
+
+Why a Redis Stream and not the channel layer: channels-redis drops messages silently at
+capacity, while a stream is a durable, ordered log that a client can re-read from any
+point (resume after a reconnect) and that the web tier tails without any worker knowing
+who listens.
+
+Records (all values are strings in Redis, decoded here):
+  token   index (0-based, dense), text (the detokenized increment), token_id, ts
+  status  state (queued | prefilling | decoding), detail
+  end     finish_reason, usage (JSON), timings (JSON: ttft_ms from the request's
+          enqueueing, duration_ms, prefill_engine_ms: the prefill engine's share of the
+          first token, when the request went through the prefill tier)
+  error   code, message
+A stream is closed by exactly one `end` or `error` record and expires STREAM_TTL_S after
+its last write.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+import redis
+
+from . import keys
+
+STREAM_TTL_S = 3600
+# The listener lease: renewed every LISTENER_TTL_S / 3 while a client follows a stream.
+LISTENER_TTL_S = 30
+TERMINAL = {"end", "error"}
+
+
+def _fields(record: dict[str, Any]) -> dict[str, str]:
+    out = {}
+    for k, v in record.items():
+        out[k] = json.dumps(v) if isinstance(v, (dict, list)) else str(v)
+    return out
+
+
+def decode_record(fields: dict) -> dict[str, Any]:
+    rec = {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+           for k, v in fields.items()}
+    if "index" in rec:
+        rec["index"] = int(rec["index"])
+    if "token_id" in rec:
+        rec["token_id"] = int(rec["token_id"])
+    for key in ("usage", "timings"):
+        if key in rec:
+            rec[key] = json.loads(rec[key])
+    return rec
+
+
+def publish(client: redis.Redis, request_id: str, records: Iterable[dict[str, Any]]) -> None:
+    """Append records to one request's stream in one round trip, refreshing its TTL."""
+    pipe = client.pipeline(transaction=False)
+    append(pipe, request_id, records)
+    pipe.execute()
+
+
+def append(pipe: redis.client.Pipeline, request_id: str, records: Iterable[dict[str, Any]]) -> None:
+    """Queue `publish`'s commands on a pipeline the caller executes (with its own)."""
+    name = keys.stream(request_id)
+    for rec in records:
+        pipe.xadd(name, _fields(rec))
+    pipe.expire(name, STREAM_TTL_S)
+
+
+def token_record(index: int, text: str, token_id: int, ts: float | None = None) -> dict[str, Any]:
+    return {"type": "token", "index": index, "text": text, "token_id": token_id, "ts": ts or time.time()}
+
+
+def end_record(finish_reason: str, usage: dict, timings: dict | None = None) -> dict[str, Any]:
+    return {"type": "end", "finish_reason": finish_reason, "usage": usage, "timings": timings or {}}
+
+
+def error_record(code: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "code": code, "message": message}
+
+
+def status_record(state: str, detail: str = "") -> dict[str, Any]:
+    return {"type": "status", "state": state, "detail": detail}
+
+
+def read_all(client: redis.Redis, request_id: str) -> list[dict[str, Any]]:
+    return [decode_record(f) for _, f in client.xrange(keys.stream(request_id))]
+
+
+async def exists(aredis, request_id: str) -> bool:
+    """Whether the request's stream is still there (it expires STREAM_TTL_S after its
+    last write)."""
+    return bool(await aredis.exists(keys.stream(request_id)))
+
+
+async def keep_listening(aredis, request_id: str) -> None:
+    """Renew the listener lease: someone still reads this stream. The model workers
+    cancel a request whose lease lapsed (its client left and did not come back)."""
+    await aredis.set(keys.listener(request_id), "1", ex=LISTENER_TTL_S)
+
+
+async def tail(
+    aredis, request_id: str, *, after_index: int = -1, block_ms: int = 1000
+) -> AsyncIterator[dict[str, Any]]:
+    """Yield a stream's records from the start, skipping tokens at or before
+    `after_index` (resume), until the terminal record. Waits (XREAD BLOCK) for more.
+
+    A token index is yielded once: a task redelivered after its worker died writes the
+    indices it had already written again (acks are late), and the reader keeps the first."""
+    name = keys.stream(request_id)
+    last_id = "0-0"
+    last_index = after_index
+    while True:
+        response = await aredis.xread({name: last_id}, count=256, block=block_ms)
+        if not response:
+            yield {"type": "idle"}  # lets the caller check deadlines and liveness
+            continue
+        for entry_id, fields in response[0][1]:
+            last_id = entry_id
+            rec = decode_record(fields)
+            if rec["type"] == "token":
+                if rec["index"] <= last_index:
+                    continue
+                last_index = rec["index"]
+            yield rec
+            if rec["type"] in TERMINAL:
+                return

@@ -1,0 +1,50 @@
+"""How a model worker is configured: its role, its pool, and its engine, from the
+environment (the same variables in `make run`, docker-compose and by hand)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from ..engine.config import EngineConfig
+
+ROLES = ("cpu", "prefill", "decode", "colocated")
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    role: str
+    pool: str
+    kv_url: str
+    engine: EngineConfig
+
+
+def _int_list(value: str | None) -> list[int] | None:
+    if not value:
+        return None
+    return [int(x) for x in value.replace(" ", "").split(",") if x]
+
+
+def worker_config_from_env() -> WorkerConfig:
+    role = os.environ.get("TANDEM_ROLE", "cpu")
+    if role not in ROLES:
+        raise ValueError(f"TANDEM_ROLE must be one of {ROLES}, not {role!r}")
+    threads = os.environ.get("TANDEM_THREADS")
+    engine = EngineConfig(
+        model=settings.TANDEM_MODEL,
+        device=os.environ.get("TANDEM_DEVICE", "auto"),
+        dtype=os.environ.get("TANDEM_DTYPE", "auto"),
+        num_threads=int(threads) if threads else None,
+        cpu_affinity=_int_list(os.environ.get("TANDEM_CPU_AFFINITY")),
+        max_batch=int(os.environ.get("TANDEM_MAX_BATCH", "64")),
+        max_context=settings.TANDEM_MAX_CONTEXT,
+        prefill_max_batch=int(os.environ.get("TANDEM_PREFILL_MAX_BATCH", "8")),
+    )
+    return WorkerConfig(
+        role=role,
+        pool=os.environ.get("TANDEM_POOL", "shared"),
+        kv_url=os.environ.get("TANDEM_KV_URL", settings.REDIS_URL),
+        engine=engine,
+    )

@@ -1,0 +1,46 @@
+"""Worker start-up. A model worker is started with a role and a pool, e.g.
+
+    TANDEM_ROLE=decode TANDEM_POOL=shared celery -A tandem worker -Q decode.shared -P threads -c 64
+
+and loads its engine once, when the worker starts (Celery's `worker_init` signal), in the
+worker's main process: with the threads pool no process is forked after the model (and
+CUDA) is initialised. CPU workers load only the tokenizer.
+
+Every process that loads the Celery app imports this module (the web tier too, to send
+tasks), so the handlers import the runtime when they run: only a worker loads torch."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from celery.signals import worker_init, worker_shutdown
+
+
+@worker_init.connect
+def _load_engine(**_):
+    role = os.environ.get("TANDEM_ROLE", "cpu")
+    if role == "cpu":
+        # Load the tokenizer now, not on the first request (which would pay seconds).
+        from ..text.tokenizer import get_tokenizer
+
+        get_tokenizer()
+        return
+    from .config import worker_config_from_env
+    from .runtime import start_runtime
+
+    try:
+        start_runtime(worker_config_from_env())
+    except Exception:
+        # Celery logs and swallows signal-handler errors, and would then consume tasks
+        # with no engine behind them. A model worker that cannot load its model exits.
+        logging.getLogger(__name__).exception("the %s worker could not start its engine; exiting", role)
+        logging.shutdown()
+        os._exit(70)
+
+
+@worker_shutdown.connect
+def _stop_engine(**_):
+    from .runtime import stop_runtime
+
+    stop_runtime()
