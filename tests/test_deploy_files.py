@@ -198,7 +198,7 @@ def test_web_runs_in_production_with_secrets_that_compose_requires_from_the_env_
 
 @pytest.mark.parametrize("name", ["prefill-worker", "decode-worker"])
 def test_model_workers_get_the_variables_their_engine_config_reads(name):
-    read = env_names_read_by(ROOT / "inference" / "worker_config.py")
+    read = env_names_read_by(ROOT / "inference" / "worker" / "config.py")
     env = environment(SERVICES[name])
     need = {"TANDEM_ROLE", "TANDEM_POOL", "TANDEM_DEVICE", "TANDEM_DTYPE", "TANDEM_THREADS",
             "TANDEM_CPU_AFFINITY", "TANDEM_KV_URL"}
@@ -210,8 +210,8 @@ def test_model_workers_get_the_variables_their_engine_config_reads(name):
 
 def test_every_tandem_variable_compose_sets_is_one_the_code_reads():
     known = set()
-    for path in (ROOT / "tandem" / "settings.py", ROOT / "inference" / "worker_config.py",
-                 ROOT / "inference" / "workers.py", ENTRYPOINT,
+    for path in (ROOT / "tandem" / "settings.py", ROOT / "inference" / "worker" / "config.py",
+                 ROOT / "inference" / "worker" / "commandline.py", ENTRYPOINT,
                  ROOT / "tenants" / "management" / "commands" / "seed_demo.py"):
         known |= set(re.findall(r"\bTANDEM_[A-Z0-9_]+", path.read_text()))
     for compose in (BASE, GPU):
@@ -355,7 +355,7 @@ def test_the_dockerignore_keeps_secrets_and_local_state_out_but_not_what_the_bui
 def test_deploy_docs_name_every_variable_the_deployment_sets():
     docs = (ROOT / "docs" / "deploy.md").read_text()
     names = env_names_read_by(ROOT / "tandem" / "settings.py")
-    names |= env_names_read_by(ROOT / "inference" / "worker_config.py")
+    names |= env_names_read_by(ROOT / "inference" / "worker" / "config.py")
     names |= {"TANDEM_ROLE", "TANDEM_POOL", "POSTGRES_PASSWORD", "TANDEM_ADMIN_PASSWORD",
               "TANDEM_PREPARE_MODEL", "TANDEM_WORKER_CONCURRENCY"}
     missing = {n for n in names if f"`{n}`" not in docs}
