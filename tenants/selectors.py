@@ -1,26 +1,26 @@
-"""Reads scoped to a tenant. Every query for tenant-owned data goes through
-`scope_to_tenant`, so no view or consumer can forget the tenant filter."""
+"""Reads of tenants and their usage. Tenant-owned rows are scoped through
+`tenants.access`, so no view or consumer can forget the tenant filter."""
 
 from __future__ import annotations
 
-from django.db.models import Model, QuerySet
+import dataclasses
+import datetime as dt
 
-from .models import Tenant
+import redis
+from django.db.models import QuerySet
 
-# Models whose tenant is reached through a relation rather than a `tenant` field.
-_TENANT_PATHS: dict[str, str] = {
-    "chat.message": "conversation__tenant",
-}
-
-
-def scope_to_tenant(queryset: QuerySet, *, tenant: Tenant) -> QuerySet:
-    model: type[Model] = queryset.model
-    path = _TENANT_PATHS.get(model._meta.label_lower, "tenant")
-    return queryset.filter(**{path: tenant})
+from . import quotas
+from .access import access_list
+from .models import ApiKey, Tenant, UsageRecord
 
 
 def tenant_get(*, slug: str) -> Tenant | None:
     return Tenant.objects.filter(slug=slug).first()
+
+
+def widget_key_get(*, tenant: Tenant) -> ApiKey | None:
+    """The tenant's first live widget key (the demo page embeds it)."""
+    return access_list(ApiKey, tenant=tenant).filter(kind=ApiKey.Kind.WIDGET, revoked_at__isnull=True).first()
 
 
 def tenant_list() -> QuerySet:
@@ -39,12 +39,8 @@ def _percentile(values: list[float], q: float) -> float | None:
 def usage_daily(*, tenant: Tenant, start, end) -> list[dict]:
     """Per-day usage of one tenant (UTC days, inclusive), with latency percentiles; the
     rollup the API and the console show. Days without requests are left out."""
-    import datetime as dt
-
-    from .models import UsageRecord
-
     rows = (
-        scope_to_tenant(UsageRecord.objects.all(), tenant=tenant)
+        access_list(UsageRecord, tenant=tenant)
         .filter(created_at__date__gte=start, created_at__date__lte=end)
         .values_list("created_at", "prompt_tokens", "completion_tokens", "ttft_ms", "duration_ms")
     )
@@ -68,19 +64,10 @@ def usage_daily(*, tenant: Tenant, start, end) -> list[dict]:
     ]
 
 
-def tenant_usage_vs_quota(*, tenant: Tenant) -> dict:
+def tenant_usage_vs_quota(client: redis.Redis, *, tenant: Tenant) -> dict:
     """What the console shows per tenant: live counters from the quota limiter (Redis)
     beside today's recorded usage (database) and the limits themselves."""
-    import dataclasses
-    import datetime as dt
-
-    import redis
-    from django.conf import settings
-
-    from . import quotas
-
     limits = quotas.QuotaLimits.from_quota(tenant.quota)
-    client = redis.Redis.from_url(settings.REDIS_URL)
     today = dt.datetime.now(dt.UTC).date()
     recorded = usage_daily(tenant=tenant, start=today, end=today)
     return {

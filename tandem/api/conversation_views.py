@@ -9,10 +9,10 @@ from asgiref.sync import sync_to_async
 from django.http import JsonResponse
 from drf_spectacular.utils import extend_schema
 
-from inference.wire.spec import Sampling
 from tandem.chat import services
 from tandem.chat.models import Conversation, Message
-from tenants.selectors import scope_to_tenant, usage_daily
+from tandem.chat.sampling import sampling_for_tandem
+from tenants.selectors import usage_daily
 
 from . import serializers as s
 from .base import AsyncAPIView
@@ -31,9 +31,9 @@ def _message(m: Message) -> dict:
     return s.MessageSerializer(m).data
 
 
-def _get_conversation(api_key, conversation_id) -> Conversation:
+def _not_found(call, **kwargs):
     try:
-        return services.conversation_get(tenant=api_key.tenant, conversation_id=conversation_id)
+        return call(**kwargs)
     except services.NotFound as exc:
         raise ApiError(404, str(exc), code=exc.code) from None
 
@@ -59,8 +59,8 @@ class ConversationListView(AsyncAPIView):
             raise ApiError(400, f"limit must be between 1 and {MAX_PAGE}.", code="invalid_value", param="limit")
 
         def page():
-            rows = list(scope_to_tenant(Conversation.objects.all(), tenant=api_key.tenant)[: limit + 1])
-            return [_conversation(c) for c in rows[:limit]], len(rows) > limit
+            rows, more = services.conversation_list(tenant=api_key.tenant, limit=limit)
+            return [_conversation(c) for c in rows], more
 
         data, more = await sync_to_async(page)()
         return JsonResponse({"object": "list", "data": data, "has_more": more})
@@ -68,7 +68,7 @@ class ConversationListView(AsyncAPIView):
     async def post_async(self, request):
         api_key = await self.authenticate(request)
         data = self.validate(s.ConversationCreateSerializer, self.json_body(request))
-        conv = await sync_to_async(Conversation.objects.create)(
+        conv = await sync_to_async(services.conversation_create)(
             tenant=api_key.tenant, channel=Conversation.Channel.API, visitor_id=data.get("visitor_id", ""))
         return JsonResponse(_conversation(conv), status=201)
 
@@ -80,7 +80,8 @@ class ConversationDetailView(AsyncAPIView):
 
     async def get_async(self, request, conversation_id):
         api_key = await self.authenticate(request)
-        conv = await sync_to_async(_get_conversation)(api_key, conversation_id)
+        conv = await sync_to_async(_not_found)(services.conversation_get, tenant=api_key.tenant,
+                                               conversation_id=conversation_id)
         return JsonResponse(_conversation(conv))
 
 
@@ -100,17 +101,17 @@ class ConversationMessagesView(AsyncAPIView):
         api_key = await self.authenticate(request)
 
         def transcript():
-            conv = _get_conversation(api_key, conversation_id)
-            return [_message(m) for m in conv.messages.order_by("created_at")]
+            messages = _not_found(services.conversation_messages, tenant=api_key.tenant,
+                                  conversation_id=conversation_id)
+            return [_message(m) for m in messages]
 
         return JsonResponse({"object": "list", "data": await sync_to_async(transcript)()})
 
     async def post_async(self, request, conversation_id):
         api_key = await self.authenticate(request)
         data = self.validate(s.PostMessageSerializer, self.json_body(request))
-        quota = api_key.tenant.quota
-        sampling = Sampling(max_tokens=data.get("max_tokens") or quota.max_output_tokens,
-                            temperature=data.get("temperature") or 0.0, seed=data.get("seed"))
+        sampling = sampling_for_tandem(quota=api_key.tenant.quota, max_tokens=data.get("max_tokens"),
+                                       temperature=data.get("temperature"), seed=data.get("seed"))
         sub = await sync_to_async(submit_or_raise)(
             api_key=api_key, messages=[("user", data["content"])], conversation_id=conversation_id,
             channel=Conversation.Channel.API, sampling=sampling, input_param="content")

@@ -9,9 +9,9 @@ from django.http import JsonResponse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 
 from inference.text.validation import InvalidInput
-from inference.wire.spec import Sampling
 from tandem.chat import services
 from tandem.chat.models import Conversation
+from tandem.chat.sampling import sampling_for_openai
 
 from . import serializers as s
 from .base import AsyncAPIView
@@ -19,7 +19,6 @@ from .errors import ApiError
 from .replies import Reply, served_model_id
 
 ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 401, 404, 413, 429, 503)}
-DEFAULT_MAX_TOKENS = 256
 
 
 def submit_or_raise(*, input_param: str = "messages", **kwargs):
@@ -53,13 +52,10 @@ class ChatCompletionsView(AsyncAPIView):
         if data["model"] != served_model_id():
             raise ApiError(404, f"The model '{data['model']}' does not exist; this deployment serves "
                                 f"'{served_model_id()}'.", code="model_not_found", param="model")
-        max_tokens = data.get("max_completion_tokens") or data.get("max_tokens")
-        if max_tokens is None:
-            max_tokens = min(DEFAULT_MAX_TOKENS, api_key.tenant.quota.max_output_tokens)
-        temperature = data.get("temperature")
-        sampling = Sampling(
-            max_tokens=max_tokens, temperature=1.0 if temperature is None else temperature,
-            top_p=data.get("top_p") or 1.0, seed=data.get("seed"), stop=data.get("stop") or [],
+        sampling = sampling_for_openai(
+            quota=api_key.tenant.quota, max_tokens=data.get("max_completion_tokens") or data.get("max_tokens"),
+            temperature=data.get("temperature"), top_p=data.get("top_p"), seed=data.get("seed"),
+            stop=data.get("stop"),
         )
         # OpenAI's "developer" role is its newer name for "system".
         messages = [("system" if m["role"] == "developer" else m["role"], m["content"]) for m in data["messages"]]

@@ -35,6 +35,8 @@ class Conversation(models.Model):
 
 
 class Message(models.Model):
+    TENANT_PATH = "conversation__tenant"  # how tenants.access scopes a message
+
     class Role(models.TextChoices):
         SYSTEM = "system"
         USER = "user"

@@ -1,5 +1,5 @@
-"""Chat services: submitting a message (websocket or REST), cancelling a reply, reading
-a conversation. Every lookup goes through `tenants.selectors.scope_to_tenant`."""
+"""Chat services: submitting a message (websocket or REST), cancelling a reply, creating
+and reading conversations. Every lookup goes through `tenants.access`."""
 
 from __future__ import annotations
 
@@ -16,17 +16,12 @@ from inference.wire.connections import get_redis
 from inference.wire.spec import RequestSpec, Sampling
 from inference.wire.workers import live_workers
 from tenants import changes, quotas
+from tenants.access import access_list, access_owned
 from tenants.models import ApiKey, Tenant
-from tenants.selectors import scope_to_tenant
 from tenants.services import api_key_refresh
 
 from .models import Conversation, Message
-
-
-class NotFound(Exception):
-    def __init__(self, what: str):
-        super().__init__(f"No such {what}.")
-        self.code = f"{what}_not_found"
+from .sampling import sampling_for_tandem
 
 
 class QuotaRefused(Exception):
@@ -70,25 +65,28 @@ class Submission:
     served: bool
 
 
-def _scoped_get(model, what: str, *, tenant: Tenant, pk):
-    """One row of `model` by id, only if it belongs to `tenant`; another tenant's id is
-    indistinguishable from an id that does not exist."""
-    try:
-        pk = uuid.UUID(str(pk))
-    except (TypeError, ValueError, AttributeError):
-        raise NotFound(what) from None
-    row = scope_to_tenant(model.objects.filter(pk=pk), tenant=tenant).first()
-    if row is None:
-        raise NotFound(what)
-    return row
-
-
 def conversation_get(*, tenant: Tenant, conversation_id) -> Conversation:
-    return _scoped_get(Conversation, "conversation", tenant=tenant, pk=conversation_id)
+    return access_owned(Conversation, "conversation", tenant=tenant, pk=conversation_id)
 
 
 def message_get(*, tenant: Tenant, message_id) -> Message:
-    return _scoped_get(Message, "message", tenant=tenant, pk=message_id)
+    return access_owned(Message, "message", tenant=tenant, pk=message_id)
+
+
+def conversation_list(*, tenant: Tenant, limit: int) -> tuple[list[Conversation], bool]:
+    """The tenant's newest `limit` conversations, and whether there are more."""
+    rows = list(access_list(Conversation, tenant=tenant)[: limit + 1])
+    return rows[:limit], len(rows) > limit
+
+
+def conversation_create(*, tenant: Tenant, channel: str, visitor_id: str = "") -> Conversation:
+    return Conversation.objects.create(tenant=tenant, channel=channel, visitor_id=visitor_id)
+
+
+def conversation_messages(*, tenant: Tenant, conversation_id) -> list[Message]:
+    """A conversation's transcript, oldest first (NotFound when it is not the tenant's)."""
+    conversation = conversation_get(tenant=tenant, conversation_id=conversation_id)
+    return list(conversation.messages.order_by("created_at"))
 
 
 def route_is_served(route: Route) -> bool:
@@ -148,7 +146,7 @@ def chat_submit(
         spec = RequestSpec(
             request_id=str(request_id), tenant_id=tenant.pk, api_key_id=api_key.pk,
             conversation_id=str(conversation_id), channel=channel,
-            sampling=sampling or Sampling(max_tokens=quota.max_output_tokens),
+            sampling=sampling or sampling_for_tandem(quota=quota),
             priority=route.priority, max_decode_slots=route.max_decode_slots,
             prefill_pool=route.prefill_pool, decode_pool=route.decode_pool, colocated=route.colocated,
             # The prompt's inputs travel in the spec, so the CPU tier reads no database.

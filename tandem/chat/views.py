@@ -5,8 +5,7 @@ from django.conf import settings
 from django.http import Http404
 from django.shortcuts import render
 
-from tenants.models import ApiKey
-from tenants.selectors import tenant_get
+from tenants.selectors import tenant_get, widget_key_get
 
 
 def demo_page(request, slug: str):
@@ -17,7 +16,7 @@ def demo_page(request, slug: str):
     tenant = tenant_get(slug=slug)
     if tenant is None or not tenant.is_active:
         raise Http404("No such tenant.")
-    key = ApiKey.objects.filter(tenant=tenant, kind=ApiKey.Kind.WIDGET, revoked_at__isnull=True).first()
+    key = widget_key_get(tenant=tenant)
     if key is None:
         raise Http404("This tenant has no widget key.")
     return render(request, "chat/demo.html", {"tenant": tenant, "widget_key": key.public_key})

@@ -12,8 +12,9 @@ from tenants.selectors import tenant_list, tenant_usage_vs_quota
 
 @staff_member_required
 def overview(request):
-    tenants = [{"tenant": t, **tenant_usage_vs_quota(tenant=t)} for t in tenant_list()]
-    workers = sorted(live_workers(get_redis()), key=lambda w: (w["role"], w["pool"], w["name"]))
+    client = get_redis()
+    tenants = [{"tenant": t, **tenant_usage_vs_quota(client, tenant=t)} for t in tenant_list()]
+    workers = sorted(live_workers(client), key=lambda w: (w["role"], w["pool"], w["name"]))
     for w in workers:  # prefill workers report their batcher's queue, decode its waiting list
         w["queue"] = w.get("queue_depth", w.get("prefill_queue", 0))
     return render(request, "console/overview.html", {"tenants": tenants, "workers": workers})

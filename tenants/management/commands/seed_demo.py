@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from tenants import selectors, services
-from tenants.models import ApiKey, Membership
+from tenants.models import Membership
 
 DEMO_SLUG = "demo"
 DEMO_ORIGINS = ["http://127.0.0.1:8000", "http://localhost:8000"]
@@ -37,7 +37,7 @@ class Command(BaseCommand):
                 system_prompt="You are the friendly support assistant of Demo Co. Answer briefly.",
             )
             tenant, secret_plaintext = created.tenant, created.secret_key.plaintext
-        widget = ApiKey.objects.filter(tenant=tenant, kind=ApiKey.Kind.WIDGET, revoked_at__isnull=True).first()
+        widget = selectors.widget_key_get(tenant=tenant)
         User = get_user_model()
         user, made = User.objects.get_or_create(
             username=admin_user, defaults={"is_staff": True, "is_superuser": True}
