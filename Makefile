@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install model run test lint bench-engine bench-e2e clean
+.PHONY: install model run test browser lint bench-engine bench-e2e clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,8 +22,12 @@ model: install
 run: model
 	$(PY) -m devstack
 
-test: model
+# The browser check comes first: without Chromium the UI tests would fail only at the end.
+test: browser model
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+browser:
+	@devstack/browser.sh
 
 lint: install
 	$(VENV)/bin/ruff check .

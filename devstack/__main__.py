@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import redis
+
 from devstack import embedded_redis
 from inference.wire.workers import live_workers
 from inference.worker.commandline import devstack_workers
@@ -59,8 +61,6 @@ def worker_services() -> list[Service]:
 def _wait_for_workers(procs: list[Service], should_stop, timeout: float = 300) -> bool:
     """Model workers load their model before they serve; say so rather than print
     "ready" while the first request would still wait."""
-    import redis
-
     url = os.environ.get("REDIS_URL") or f"redis://127.0.0.1:{os.environ.get('TANDEM_EMBEDDED_REDIS_PORT', '6390')}/0"
     client = redis.Redis.from_url(url)
     wanted = [(p.env["TANDEM_ROLE"], p.env.get("TANDEM_POOL", "shared")) for p in procs

@@ -8,6 +8,7 @@ allocation)."""
 
 from celery import shared_task
 
+from .pipeline.contracts import PrefillHandoff
 from .wire import broker
 
 # The hops are imported when a task runs: the web process loads this module too (task
@@ -30,7 +31,6 @@ def prefill(request_id: str) -> None:
 
 @shared_task(name=broker.DECODE, acks_late=True, ignore_result=True)
 def decode(request_id: str, handoff: dict) -> None:
-    from .pipeline.contracts import PrefillHandoff
     from .pipeline.decode import run_decode
 
     run_decode(request_id, PrefillHandoff.from_dict(handoff))

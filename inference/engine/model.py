@@ -219,7 +219,7 @@ class DecoderModel:
         # Where each new key/value row goes in one layer's cache seen as [n 2Hkv T', D]:
         # [b, s, h] -> (b 2Hkv + h) T' + pos[b, s]. One index_copy_ on that flat view per
         # layer; advanced-index assignment (cache[rows, :, positions] = ...) takes a generic
-        # path that cost ~0.5 ms per layer at 64 rows, a tenth of a decode step.
+        # path that costs a sizeable share of a decode step at large batches.
         heads = 2 * self.shape.num_kv_heads
         base = torch.arange(n, device=self.device)[:, None] * heads + torch.arange(heads, device=self.device)
         write_at = (base[:, None, :] * capacity + pos[:, :, None]).reshape(-1)  # [n S 2Hkv]
@@ -237,8 +237,8 @@ class DecoderModel:
 
         Written as LayerNorm over [x, -x]: that vector's mean is 0 and its variance is
         mean(x^2), so LayerNorm's one fused kernel gives x / sqrt(mean(x^2) + eps) in its
-        first half. F.rms_norm is ~7 separate kernels on a CPU, and after a large matmul
-        has flushed the caches each kernel launch costs ~15 us: this is 3.
+        first half. F.rms_norm is several separate kernels on a CPU, each paying a launch
+        after a large matmul has flushed the caches: this is fewer.
         """
         E = x.shape[-1]
         y = F.layer_norm(torch.cat([x, x.neg()], dim=-1), (2 * E,), eps=self.shape.rms_eps)[..., :E]
@@ -306,7 +306,7 @@ class Linear:
     """y = x W^T (+ b), and the fused forms the layer needs (residual add, SwiGLU).
 
     Plain weights use F.linear. On a bf16 CPU the weights are packed once for oneDNN
-    (which would otherwise re-lay them out for AMX on every call: ~30% of a matmul) and
+    (which would otherwise re-lay them out for AMX on every call) and
     the add / SiLU / gating run as the matmul's post-ops instead of separate ops.
     """
 

@@ -12,8 +12,8 @@ is caught as `KVCorrupt` rather than read as a different (wrong) cache.
 
 CRC-32 rather than a cryptographic digest: it guards against accidents (truncation, a
 torn write, a bit flip), not against someone who can write to the store, and it runs
-~5x faster than blake2b (3.5 vs 17.7 ms for a 512-token prompt's 12 MB here), time that
-the decode worker otherwise spends on its own core beside the running batch.
+several times faster than blake2b over a prompt's megabytes of KV, time that the
+decode worker otherwise spends on its own core beside the running batch.
 Version 1 entries (blake2b) read as corrupt, so the caller recomputes them.
 """
 

@@ -11,10 +11,11 @@ from ..wire import broker
 
 
 def worker_argv(role: str, pool: str, *, concurrency: int) -> list[str]:
-    """The Celery command line of a worker (`python -m inference.worker`, which docker/entrypoint.sh runs, execs it).
+    """The Celery command line of a worker (`python -m inference.worker`, which
+    docker/entrypoint.sh runs, execs it).
 
     Concurrency 1 runs tasks in the worker's main thread (`-P solo`): no hand-off to a
-    pool thread, about 1 ms less per task on the benchmark machine. That is how the CPU
+    pool thread on the way to the first token. That is how the CPU
     tier runs (its work holds the GIL; it scales by processes). Model workers need a
     thread per task: their tasks wait on the engine, which batches them."""
     queue = broker.queue_name(role, pool)

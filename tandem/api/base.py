@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 from tenants.models import ApiKey
 
 from .auth import authenticate_request
-from .errors import ApiError, error_response
+from .errors import ApiError, error_response, first_validation_error
 
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 1024 * 1024
@@ -85,10 +85,8 @@ class AsyncAPIView(APIView):
 
     @staticmethod
     def validate(serializer_class, data: dict) -> dict:
-        from .errors import _first_validation_error
-
         serializer = serializer_class(data=data)
         if not serializer.is_valid():
-            param, message = _first_validation_error(serializer.errors)
+            param, message = first_validation_error(serializer.errors)
             raise ApiError(400, message, code="invalid_value", param=param)
         return serializer.validated_data

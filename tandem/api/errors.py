@@ -53,27 +53,27 @@ def drf_exception_handler(exc, context):
     if response is None:
         return None
     if isinstance(exc, exceptions.ValidationError):
-        param, message = _first_validation_error(exc.detail)
+        param, message = first_validation_error(exc.detail)
         return _as_drf(400, message, "invalid_value", param)
     code = getattr(exc, "default_code", None)
     detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
     return _as_drf(response.status_code, detail, code, None, {})
 
 
-def _first_validation_error(detail, prefix: str = "") -> tuple[str | None, str]:
+def first_validation_error(detail, prefix: str = "") -> tuple[str | None, str]:
     if isinstance(detail, dict):
         for key, value in detail.items():
             if isinstance(key, int):  # DRF reports list items by index
-                return _first_validation_error(value, f"{prefix}[{key}]")
+                return first_validation_error(value, f"{prefix}[{key}]")
             name = key if key != "non_field_errors" else ""
             path = f"{prefix}.{name}" if prefix and name else (name or prefix)
-            return _first_validation_error(value, path)
+            return first_validation_error(value, path)
     if isinstance(detail, list) and detail:
         if all(isinstance(d, str) for d in detail):
             return prefix or None, f"{prefix + ': ' if prefix else ''}{detail[0]}"
         for i, d in enumerate(detail):
             if d:
-                return _first_validation_error(d, f"{prefix}[{i}]")
+                return first_validation_error(d, f"{prefix}[{i}]")
     return prefix or None, str(detail)
 
 

@@ -24,7 +24,7 @@ def orm_beside_playwright():
         del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
     else:
         os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM = os.environ.get("TANDEM_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
