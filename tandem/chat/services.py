@@ -16,7 +16,7 @@ from inference.wire.connections import get_redis
 from inference.wire.spec import RequestSpec, Sampling
 from inference.wire.workers import live_workers
 from tenants import changes, quotas
-from tenants.access import access_list, access_owned
+from tenants.access import NotFound, access_list, access_owned  # noqa: F401 - NotFound: what callers catch
 from tenants.models import ApiKey, Tenant
 from tenants.services import api_key_refresh
 

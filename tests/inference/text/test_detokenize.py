@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from tokenizers import Tokenizer, decoders, models
 from transformers import PreTrainedTokenizerFast
 
 from inference.text.detokenize import IncrementalDetokenizer
-
-MODEL_DIR = Path(__file__).resolve().parents[3] / "var" / "models" / "smollm2-135m-instruct"
 
 TEXTS = {
     "ascii": "Hello, world! How are you today? I'm fine -- thanks.",
@@ -20,17 +15,6 @@ TEXTS = {
     "cjk": "你好世界，今天天气很好。日本語のテキストも大丈夫です。한국어도요.",
     "whitespace": "a  b\n\n   c\td \n",
 }
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    if not (MODEL_DIR / "tokenizer.json").exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"no tokenizer at {MODEL_DIR}; `make model` prepares it")
-        pytest.skip(f"no tokenizer at {MODEL_DIR}; run `make model`")
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(MODEL_DIR)
 
 
 @pytest.fixture(scope="module")

@@ -3,26 +3,12 @@
 from __future__ import annotations
 
 import copy
-import os
-from pathlib import Path
 
 import pytest
 
 from inference.text.prompting import PromptTooLong, build_prompt, count_tokens, fallback_text
 
-MODEL_DIR = Path(__file__).resolve().parents[3] / "var" / "models" / "smollm2-135m-instruct"
 SYSTEM = "You are the support assistant of Acme Widgets. Answer briefly."
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    if not (MODEL_DIR / "tokenizer.json").exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"no tokenizer at {MODEL_DIR}; `make model` prepares it")
-        pytest.skip(f"no tokenizer at {MODEL_DIR}; run `make model`")
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(MODEL_DIR)
 
 
 def conversation(n_exchanges: int, new_message: str = "What is my order status?") -> list[dict]:
