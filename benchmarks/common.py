@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-BASE_DIR = Path(__file__).resolve().parents[2]
+BASE_DIR = Path(__file__).resolve().parents[1]
 BENCH_DIR = BASE_DIR / "var" / "bench"
 ORIGIN = "https://bench.tandem.test"
 MODEL_DIR = BASE_DIR / "var" / "models" / "smollm2-135m-instruct"
@@ -317,7 +317,7 @@ def model_worker_env(*, core: int, dtype: str, concurrency: int, **extra: str) -
 def platform_up(site: BenchSite, workers: list[tuple[str, str, dict]], *, extra_env: dict | None = None):
     """daphne + `workers` as real processes (devstack.processes.running_platform), with
     their logs under this run's directory."""
-    from tandem import processes
+    from devstack import processes
 
     say(f"starting daphne + {', '.join(f'{r}.{p}' for r, p, _ in workers)} (logs: {site.log_dir})")
     t = time.monotonic()

@@ -970,7 +970,7 @@ def engine_digest() -> str:
     start, so an edit during a run would measure two engines under one name."""
     import hashlib
 
-    root = Path(__file__).resolve().parents[1] / "engine"
+    root = Path(__file__).resolve().parents[1] / "inference" / "engine"
     h = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         h.update(str(path.relative_to(root)).encode())
