@@ -601,7 +601,7 @@ def stage_times(client, trace: Trace) -> dict:
     a batch, forward, sampling), and outside_engine = TTFT - engine: the platform's own
     time, whatever the forward took. Also returns the spec's prompt ids (to check the
     engine-alone run used the same)."""
-    from inference.streams import decode_record
+    from inference.wire.streams import decode_record
 
     from inference.wire import keys
     from inference.wire.spec import load
