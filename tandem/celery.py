@@ -1,6 +1,7 @@
 """The Celery app. Queues: `cpu` (validate, build prompt, tokenize), and per compute
-pool `prefill.<pool>`, `decode.<pool>`, `colocated.<pool>`. Tasks are routed explicitly
-by `inference.pipeline.route` (the pool comes from the tenant's allocation), never by name."""
+pool `prefill.<pool>`, `decode.<pool>`, `colocated.<pool>`. Each hop names the queue it
+sends to (`inference.wire.broker`; the pool comes from the tenant's allocation, read by
+`inference.pipeline.route`): Celery's routing by task name is not used."""
 
 import os
 

@@ -13,8 +13,7 @@ from inference.engine.loader import load_model
 from inference.engine.prefill import PrefillRequest
 from inference.engine.tiny import build_tiny_model
 from inference.worker.prefill_batcher import PrefillBatcher, PrefillCancelled, _Waiting, pick_batch
-
-from .engine.conftest import GREEDY, PROMPTS, tiny_config
+from tests.inference.engine.conftest import GREEDY, PROMPTS, tiny_config
 
 
 def waiting(spec: str) -> list[_Waiting]:
