@@ -57,7 +57,8 @@ def run_prefill(request_id: str) -> None:
         kv_stored = True
         handoff = PrefillHandoff(first_token=first, prefill_worker=rt.name, ttft_ms=ttft_ms,
                                  prefill_engine_ms=engine_ms, cached_tokens=result.cached_tokens)
-        broker.send(broker.DECODE, [request_id, handoff.to_dict()], queue=broker.queue_name("decode", spec.decode_pool),
+        broker.send(broker.DECODE, [request_id, handoff.to_dict()],
+                    queue=broker.queue_name("decode", spec.decode_pool),
                     priority=broker.broker_priority(spec.priority))
         outcomes.message_set_status(request_id=request_id, status="decoding")
     except Exception as exc:
