@@ -1,0 +1,235 @@
+"""`python -m benchmarks engine`: the model engine alone against Hugging Face, in one
+run, on the real SmolLM2-135M-Instruct in bf16 (issue 3's benchmark).
+
+Systems:
+- hf_generate: `model.generate` (greedy), one request after another. It serves one
+  request at a time, so its aggregate tokens/s does not change with the number of
+  streams: a handful of requests is measured and the N-stream rows are a queue model
+  (request i waits for every request before it; TTFT_i = sum of the earlier requests'
+  durations + its own TTFT, cycling through the measured requests).
+- hf_generate_fp32: the same, single stream only, in fp32: HF's fastest single stream on
+  this CPU (its bf16 path re-lays out the weights on every matmul), so the single-stream
+  target is also shown against it.
+- generate_batch: transformers' own continuous batching; it returns whole outputs, no
+  per-token times, so only aggregate tokens/s (wall time of the call).
+- colocated, colocated_chunked: Tandem's ColocatedEngine in this process, both cores,
+  without and with chunked prefill.
+- disaggregated: the prefill worker's PrefillBatcher (over a PrefillEngine) and a
+  DecodeEngine in two spawned processes, each pinned to its own core with one torch
+  thread, the KV handed over through the KV store in shared memory and the handoff
+  message over a multiprocessing queue (see split_workers.py).
+
+Workloads: single (one stream, requests one after another), streams32 / streams64 (that
+many ~60-token chat prompts submitted at once, 64 output tokens each, EOS ignored), mixed
+(32 decode streams with longer outputs; once all have their first token, 512-token
+prompts arrive at a fixed interval until the first stream finishes; the streams'
+inter-token latency inside that window, against the same streams with no arrivals).
+
+Metrics: TTFT (submit -> first token), inter-token latency (every gap between consecutive
+tokens of a request, pooled), aggregate output tokens/s (output tokens / wall time from
+the first submit to the last token). Token times are the engine's own timestamps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import time
+import traceback
+
+from ..machine import (
+    busy_processes,
+    concrete_dtype,
+    describe,
+    load_average,
+    machine_info,
+    memory_bandwidth_gbs,
+    source_digest,
+)
+from ..paths import BASE_DIR, MODEL_DIR
+from ..report import say, write_json
+from .prompts import long_prompt, stream_prompts
+from .report import TANDEM, Row, evaluate_targets, fmt_gbs, render, render_targets
+from .systems import ColocatedSystem, DisaggregatedSystem
+from .workloads import run_tandem, sizes_from
+
+SYSTEMS = ("hf_generate", "hf_generate_fp32", "generate_batch", *TANDEM)
+WORKLOADS = ("single", "streams32", "streams64", "mixed")
+# What the disaggregated workers import when they start (an edit mid-run changes them).
+ENGINE_SOURCES = [BASE_DIR / "inference" / p for p in ("engine", "kvstore", "worker/prefill_batcher.py")]
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks engine", description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="small sizes: a smoke test (< 2 minutes)")
+    p.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated subset of {','.join(SYSTEMS)}")
+    p.add_argument("--workloads", default=",".join(WORKLOADS),
+                   help=f"comma-separated subset of {','.join(WORKLOADS)}")
+    p.add_argument("--out", default="var/bench/engine.json", help="JSON results (default var/bench/engine.json)")
+    p.add_argument("--model", default=str(MODEL_DIR))
+    p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float32"],
+                   help="auto: bfloat16 where the CPU has native bf16 units, else float32")
+    p.add_argument("--output-tokens", type=int, default=64, help="per stream, single/streams workloads")
+    p.add_argument("--single-requests", type=int, default=3, help="Tandem single-stream requests (sequential)")
+    p.add_argument("--hf-requests", type=int, default=4, help="HF generate requests measured (sequential)")
+    p.add_argument("--hf-budget-s", type=float, default=60.0,
+                   help="stop measuring HF generate after this many seconds (at least one request)")
+    p.add_argument("--mixed-streams", type=int, default=32)
+    p.add_argument("--mixed-output-tokens", type=int, default=192)
+    p.add_argument("--arrival-prompt-tokens", type=int, default=512)
+    p.add_argument("--arrival-output-tokens", type=int, default=16)
+    # The arrivals must stay below what one core prefills, or the prefill queue would grow
+    # for as long as the test ran and the window would measure the queue, not the engine.
+    p.add_argument("--arrival-interval", type=float, default=0.5,
+                   help="seconds between arriving long prompts (default 0.5)")
+    p.add_argument("--mixed-max-s", type=float, default=30.0,
+                   help="longest arrival window (arrivals stop then even if no stream has finished)")
+    p.add_argument("--prefill-core", type=int, default=0)
+    p.add_argument("--decode-core", type=int, default=1)
+    p.add_argument("--prefix-cache-tokens", type=int, default=0,
+                   help="Tandem prefix cache size (default 0 = off: every prompt computed in full, like HF)")
+    args = p.parse_args(argv)
+    args.dtype = concrete_dtype(args.dtype)
+    args.systems = [s for s in args.systems.split(",") if s]
+    args.workloads = [w for w in args.workloads.split(",") if w]
+    for s in args.systems:
+        if s not in SYSTEMS:
+            p.error(f"unknown system {s!r}; choose from {', '.join(SYSTEMS)}")
+    for w in args.workloads:
+        if w not in WORKLOADS:
+            p.error(f"unknown workload {w!r}; choose from {', '.join(WORKLOADS)}")
+    return args
+
+
+
+def snapshot() -> dict:
+    """What may change during a run, taken at its start and its end."""
+    return {"load": load_average(), "busy": busy_processes(), "mem_bw_gbs": memory_bandwidth_gbs(),
+            "engine_sources": source_digest(*ENGINE_SOURCES)}
+
+
+def measure(args: argparse.Namespace, sz, prompts: list[list[int]], long_prompts: list[list[int]]) -> list[Row]:
+    rows: list[Row] = []
+    if {"hf_generate", "hf_generate_fp32", "generate_batch"} & set(args.systems):
+        from .hf import run_hf
+
+        try:
+            run_hf(args, args.systems, args.workloads, sz, prompts, rows)
+        except Exception:
+            say(f"Hugging Face systems failed\n{traceback.format_exc()}")
+            rows.append(Row.failed("hf"))
+    tandem = [s for s in args.systems if s in TANDEM]
+    colocated = [s for s in tandem if s.startswith("colocated")]
+    if colocated:
+        from inference.engine.config import EngineConfig
+        from inference.engine.loader import load_model
+
+        cfg = EngineConfig(model=args.model, dtype=args.dtype, prefix_cache_tokens=args.prefix_cache_tokens)
+        say(f"loading {args.model} for Tandem in this process ({args.dtype}, {len(os.sched_getaffinity(0))} threads)")
+        loaded = load_model(cfg)
+        for s in colocated:
+            run_tandem(lambda s=s: ColocatedSystem(loaded, cfg, chunked=s == "colocated_chunked"), s,
+                       args.workloads, sz, prompts, long_prompts, rows)
+            gc.collect()
+        del loaded
+        gc.collect()
+    if "disaggregated" in tandem:
+        run_tandem(lambda: DisaggregatedSystem(args), "disaggregated", args.workloads, sz, prompts, long_prompts,
+                   rows)
+    return rows
+
+
+def methods(args: argparse.Namespace, sz) -> list[str]:
+    prefix_cache = "off" if not args.prefix_cache_tokens else f"{args.prefix_cache_tokens} tokens"
+    return [
+        "TTFT = submit -> first token; ITL = every gap between consecutive tokens of a request, pooled; "
+        "tok/s = output tokens / (last token - first submit). Times in ms.",
+        f"hf_generate: {sz.hf_requests} requests measured one after another (greedy, EOS ignored); its "
+        "N-stream rows are a queue model: aggregate tok/s is the sequential rate (it does not change with more "
+        "requests), TTFT_i = durations of requests 0..i-1 + TTFT of request i, cycling through the measured ones.",
+        "hf_generate_fp32: the same in fp32, single stream only (HF's fastest dtype for one stream here).",
+        "generate_batch: one call per workload (eos_token_id=-1, max_batch_tokens=256, paged cache sized to the "
+        "workload); it gives no per-token times, so TTFT/ITL are n/a.",
+        f"mixed: {sz.mixed_streams} streams x {sz.mixed_output_tokens} tokens; once all have their first token, "
+        f"a {sz.arrival_prompt_tokens}-token prompt ({sz.arrival_output_tokens} output tokens) every "
+        f"{sz.arrival_interval_s:g} s until the first stream finishes; ITL counts the streams' gaps inside that "
+        "window; -unloaded is the same streams with no arrivals.",
+        f"Tandem prefix cache: {prefix_cache}; disaggregated: PrefillBatcher on core {args.prefill_core}, "
+        f"DecodeEngine on core {args.decode_core}, 1 thread each, KV through the KV store in shared memory "
+        "(/dev/shm); colocated: both cores, 2 threads.",
+        "load1 = 1-minute load average when the row started (it includes this benchmark's own threads); "
+        "others = CPU cores used by OTHER processes while the row ran (/proc/stat busy time minus this "
+        f"benchmark's own); 0 = a quiet machine, {os.cpu_count()} = every core taken.",
+    ]
+
+
+def print_report(args, info: dict, start: dict, end: dict, duration: float, notes: list[str], rows: list[Row],
+                 targets: list[dict]) -> None:
+    src0, src1 = start["engine_sources"], end["engine_sources"]
+    print()
+    print(f"Engine benchmark ({'QUICK: reduced sizes, not the issue targets' if args.quick else 'full'}); "
+          f"{describe(info)}; model {args.model} in {args.dtype}")
+    print(f"engine sources {src0}" + ("" if src1 == src0 else f" -> {src1} (CHANGED)")
+          + f"; git {info.get('git', {}).get('commit', '?')}")
+    print(f"load average at start {start['load']}, at end {end['load']}; memory read bandwidth (1 thread) "
+          f"{fmt_gbs(start['mem_bw_gbs'])} GB/s at start, {fmt_gbs(end['mem_bw_gbs'])} GB/s at end; {duration:.0f} s")
+    for line in notes:
+        print(f"- {line}")
+    print()
+    print(render(rows))
+    print()
+    print(render_targets(targets) if targets else "(no targets evaluated: a system or workload is missing)")
+    if src1 != src0:
+        print(f"\nWARNING: the engine's sources changed during the run ({src0} -> {src1}): rows measured after "
+              "the change (at least the disaggregated workers, which import the engine when they start) ran a "
+              "different engine than the rows before it.")
+    busy_rows = [r for r in rows if r.others is not None and r.others > 0.25]
+    if busy_rows:
+        worst = max(busy_rows, key=lambda r: r.others or 0.0)
+        print(f"\nWARNING: the machine was shared: other processes used > 0.25 cores during {len(busy_rows)} of "
+              f"{len(rows)} rows (up to {worst.others:.2f} of {os.cpu_count()} cores, {worst.system} "
+              f"{worst.workload}); those rows are slower than this machine is.")
+    if start["busy"] or end["busy"]:
+        print("\nother busy processes at start:\n  " + ("\n  ".join(start["busy"]) or "none")
+              + "\nat end:\n  " + ("\n  ".join(end["busy"]) or "none"))
+
+
+def main(argv: list[str]) -> None:
+    args = parse_args(argv)
+    sz = sizes_from(args)
+    t_run = time.monotonic()
+    info = machine_info()
+    start = snapshot()
+    say(f"engine benchmark: {'quick' if args.quick else 'full'} run; systems {','.join(args.systems)}; "
+        f"workloads {','.join(args.workloads)}")
+    say(f"machine: {describe(info)}; load average at start {start['load']}; memory read bandwidth (1 thread) "
+        f"{fmt_gbs(start['mem_bw_gbs'])} GB/s")
+    if start["busy"]:
+        say("busy at start (the numbers below are skewed by these):\n    " + "\n    ".join(start["busy"]))
+
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(args.model, local_files_only=True)
+    prompts = stream_prompts(tokenizer, max([1, sz.hf_requests, *sz.streams.values(), sz.mixed_streams,
+                                             sz.single_requests]))
+    long_prompts = [long_prompt(tokenizer, i, sz.arrival_prompt_tokens) for i in range(16)]
+    lens = [len(p) for p in prompts]
+    say(f"prompts: {len(prompts)} chat prompts, {min(lens)}-{max(lens)} tokens (mean {sum(lens) / len(lens):.0f}); "
+        f"long prompts {len(long_prompts[0])} tokens")
+
+    rows = measure(args, sz, prompts, long_prompts)
+    targets = evaluate_targets(rows)
+    end = snapshot()
+    duration = time.monotonic() - t_run
+    notes = methods(args, sz)
+    print_report(args, info, start, end, duration, notes, rows, targets)
+    path = write_json(args.out, {
+        "benchmark": "engine", "quick": args.quick, "args": vars(args), "sizes": sz.__dict__, "machine": info,
+        "load_start": start["load"], "load_end": end["load"],
+        "mem_bw_gbs_start": start["mem_bw_gbs"], "mem_bw_gbs_end": end["mem_bw_gbs"],
+        "engine_sources": {"start": start["engine_sources"], "end": end["engine_sources"]},
+        "busy_start": start["busy"], "busy_end": end["busy"], "duration_s": duration, "methods": notes,
+        "results": [r.__dict__ for r in rows], "targets": targets,
+    })
+    say(f"wrote {path}")
