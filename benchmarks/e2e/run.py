@@ -3,9 +3,10 @@ alone, on the same prompt token ids at the same concurrency.
 
 Starts a throwaway platform (its own Redis and SQLite file under var/bench/): daphne, a
 CPU worker, a prefill worker pinned to one core and a decode worker pinned to another,
-serving the real SmolLM2-135M-Instruct in bf16. Loads the same engine in this process
-too (the prefill worker's batcher over a PrefillEngine on the first core, a DecodeEngine
-on the second; the KV handed over in memory). Then, for each concurrency N, in rounds:
+serving the real SmolLM2-135M-Instruct (or --model tiny) in the dtype the workers pick.
+Loads the same engine in this process too (the prefill worker's batcher over a
+PrefillEngine on the first core, a DecodeEngine on the second; the KV handed over in
+memory). Then, for each concurrency N, in rounds:
 N requests at the same moment on the engine alone, then the same N prompts at the same
 moment from N websocket clients on the platform; ~60-token prompts (with the tenant's
 system prompt), 64 output tokens. Alternating round by round keeps both sides under the
@@ -27,19 +28,10 @@ import argparse
 import math
 import time
 
-from ..paths import BASE_DIR, MODEL_DIR
+from ..platform import site as platform_site
 from ..platform.chat_client import ChatClient, chat_loop, closed_loop, together
 from ..platform.monitor import MONITOR_UNCOUNTED, profiled
 from ..platform.prompts import QUESTIONS, Counter, prompt_ids, prompt_text
-from ..platform.site import (
-    add_site_options,
-    bench_site,
-    model_workers,
-    platform_env,
-    platform_up,
-    resolve_site_options,
-    start_run,
-)
 from ..platform.stages import fill_stages, stage_summary
 from ..platform.tenancy import make_tenant
 from ..report import fmt, say, table, write_json
@@ -59,9 +51,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="seconds of pause before each side's turn in a round (default 0.5)")
     p.add_argument("--warmup", type=int, default=2, help="unmeasured requests before the first level (each side)")
     p.add_argument("--max-output-tokens", type=int, default=64)
-    p.add_argument("--model", choices=["real", "tiny"], default="real",
-                   help="tiny: a 2-layer random-weight model whose forwards are short, for iterating on the "
-                        "platform's own time (its TTFT comparison with the engine alone means little)")
     p.add_argument("--target-ms", type=float, default=20.0, help="TTFT overhead target at p50, one client")
     p.add_argument("--profile", choices=["auto", "always", "never"], default="always",
                    help="the profiling pass under Redis MONITOR: always (default), only when the overhead misses "
@@ -70,9 +59,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--kv-url", default=None,
                    help="TANDEM_KV_URL for the model workers, e.g. shm:///dev/shm/tandem-bench-kv "
                         "(default: the settings' default, Redis)")
-    add_site_options(p)
+    platform_site.add_site_options(p)
     p.add_argument("--out", default="var/bench/e2e.json")
-    return resolve_site_options(p.parse_args(argv))
+    return platform_site.parse(p, argv)
 
 
 def requests_for(clients: int, override: int | None) -> int:
@@ -84,15 +73,9 @@ def requests_for(clients: int, override: int | None) -> int:
 def main(argv: list[str]) -> None:
     args = parse_args(argv)
     levels = [int(x) for x in args.clients.split(",") if x.strip()]
-    result = start_run("e2e", argv)
-    env = platform_env(args, **({"TANDEM_KV_URL": args.kv_url} if args.kv_url else {}))
-    model_dir = MODEL_DIR
-    if args.model == "tiny":
-        from inference.engine.tiny import build_tiny_model
-
-        model_dir = build_tiny_model(BASE_DIR / "var" / "models" / "tiny-bench")
-        say(f"model: the tiny random-weight model ({model_dir}): the platform's own time only")
-    with bench_site("e2e", redis_url=args.redis_url, db_url=args.db_url, model_dir=model_dir) as site:
+    result = platform_site.start_run("e2e", argv)
+    kv_env = {"TANDEM_KV_URL": args.kv_url} if args.kv_url else {}
+    with platform_site.bench_site("e2e", args) as site:
         from django.conf import settings
 
         from inference.text.tokenizer import get_tokenizer
@@ -101,31 +84,24 @@ def main(argv: list[str]) -> None:
             "requests_per_minute": 100_000, "tokens_per_minute": 100_000_000, "max_concurrent_streams": 1000,
             "daily_token_budget": 10**12, "max_output_tokens": args.max_output_tokens,
         })
-        tok, max_context = get_tokenizer(), settings.TANDEM_MAX_CONTEXT
-        ids_cache: dict[int, list[int]] = {}
-
-        def ids_for(n: int) -> list[int]:
-            if n not in ids_cache:
-                ids_cache[n] = prompt_ids(tok, tenant, prompt_text(n), max_context=max_context)
-            return ids_cache[n]
-
-        lengths = [len(ids_for(n)) for n in range(len(QUESTIONS))]
+        say(f"loading the engine in-process ({args.dtype}, prefill on core {args.prefill_core}, "
+            f"decode on core {args.decode_core})")
+        max_context = settings.TANDEM_MAX_CONTEXT
+        engine = EngineAlone(model_dir=site.model_dir, dtype=args.dtype, prefill_core=args.prefill_core,
+                             decode_core=args.decode_core, decode_slots=args.decode_slots, max_context=max_context)
+        side = Sides(engine, tenant, get_tokenizer(), max_context=max_context, max_tokens=args.max_output_tokens)
+        lengths = [len(side.ids_for(n)) for n in range(len(QUESTIONS))]
         say(f"prompts: {min(lengths)}-{max(lengths)} tokens with the system prompt; "
             f"{args.max_output_tokens} output tokens max")
         result["config"] = {
             "levels": levels, "model": str(site.model_dir), "max_output_tokens": args.max_output_tokens,
             "dtype": args.dtype, "prefill_core": args.prefill_core, "decode_core": args.decode_core,
             "decode_slots": args.decode_slots, "prompt_tokens": {"min": min(lengths), "max": max(lengths)},
-            "db_url": site.db_url, "redis_url": site.redis_url, "run_dir": str(site.run_dir), "platform_env": env,
+            "db_url": site.db_url, "redis_url": site.redis_url, "run_dir": str(site.run_dir),
+            "platform_env": platform_site.platform_env(args, **kv_env),
         }
-        say(f"loading the engine in-process ({args.dtype}, prefill on core {args.prefill_core}, "
-            f"decode on core {args.decode_core})")
-        engine = EngineAlone(model_dir=site.model_dir, dtype=args.dtype, prefill_core=args.prefill_core,
-                             decode_core=args.decode_core, decode_slots=args.decode_slots, max_context=max_context)
-        side = Sides(engine, ids_for, max_tokens=args.max_output_tokens,
-                     salt=f"tenant:{tenant.tenant_id}")  # the CPU tier's salt: the same prefix-cache namespace
         try:
-            with platform_up(site, model_workers(args), extra_env=env) as plat:
+            with platform_site.platform_up(site, args, **kv_env) as plat:
                 side.ws_url, side.key = plat.ws_url, tenant.widget_key
                 measure(args, site, side, levels, result)
         finally:
@@ -136,12 +112,20 @@ def main(argv: list[str]) -> None:
 
 class Sides:
     """The two sides of the comparison, asked the same prompt numbers: the engine alone
-    (prompt ids built as the CPU tier builds them) and the platform (over a websocket)."""
+    (on the prompt ids the CPU tier builds) and the platform (over a websocket)."""
 
-    def __init__(self, engine: EngineAlone, ids_for, *, max_tokens: int, salt: str):
-        self.engine, self.ids_for, self.max_tokens, self.salt = engine, ids_for, max_tokens, salt
+    def __init__(self, engine: EngineAlone, tenant, tokenizer, *, max_context: int, max_tokens: int):
+        self.engine, self.tenant, self.tokenizer = engine, tenant, tokenizer
+        self.max_context, self.max_tokens = max_context, max_tokens
+        self.salt = f"tenant:{tenant.tenant_id}"  # the CPU tier's: the same prefix-cache namespace
         self.ws_url = self.key = ""
         self.counter = Counter(0)
+        self._ids: dict[int, list[int]] = {}
+
+    def ids_for(self, n: int) -> list[int]:
+        if n not in self._ids:
+            self._ids[n] = prompt_ids(self.tokenizer, self.tenant, prompt_text(n), max_context=self.max_context)
+        return self._ids[n]
 
     def engine_ask(self, trace: Trace) -> Trace:
         trace.tenant = "engine"

@@ -1,5 +1,5 @@
 """`python -m benchmarks engine`: the model engine alone against Hugging Face, in one
-run, on the real SmolLM2-135M-Instruct in bf16 (issue 3's benchmark).
+run, on the real SmolLM2-135M-Instruct in the dtype the workers pick (issue 3's benchmark).
 
 Systems:
 - hf_generate: `model.generate` (greedy), one request after another. It serves one

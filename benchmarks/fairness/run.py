@@ -3,7 +3,8 @@ first token?
 
 Two tenants share one prefill worker and one decode worker (the shared pools), on a
 throwaway platform (its own Redis and SQLite file under var/bench/), the real
-SmolLM2-135M-Instruct in bf16, prefill pinned to one core and decode to the other.
+SmolLM2-135M-Instruct (or --model tiny) in the dtype the workers pick, prefill pinned to
+one core and decode to the other.
 
 - Tenant B keeps the default quota and allocation (priority 0, max_decode_slots 16);
   only its max_output_tokens is lowered (16 by default) so that it can send many short
@@ -28,19 +29,11 @@ import threading
 import time
 
 from ..cores import isolate_core, renice_threads, threads_of
+from ..platform import site as platform_site
 from ..platform.chat_client import ChatClient, chat_loop
 from ..platform.monitor import profiled
 from ..platform.prompts import Counter
 from ..platform.sampler import StateSampler
-from ..platform.site import (
-    add_site_options,
-    bench_site,
-    model_workers,
-    platform_env,
-    platform_up,
-    resolve_site_options,
-    start_run,
-)
 from ..platform.stages import fill_stages, stage_summary
 from ..platform.tenancy import make_tenant
 from ..report import fmt, say, write_json
@@ -78,9 +71,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="experiment: run the prefill worker alone at this nice value (e.g. -5, needs root: "
                         "its forwards then preempt the web and CPU tiers that share its core)")
     p.add_argument("--target-ratio", type=float, default=1.5)
-    add_site_options(p)
+    platform_site.add_site_options(p)
     p.add_argument("--out", default="var/bench/fairness.json")
-    return resolve_site_options(p.parse_args(argv))
+    return platform_site.parse(p, argv)
 
 
 def paced_requests(ws_url: str, key: str, *, n: int, interval: float, next_prompt, tenant: str,
@@ -241,15 +234,15 @@ def phases(args: argparse.Namespace, site, plat, a, b, result: dict) -> None:
 
 def main(argv: list[str]) -> None:
     args = parse_args(argv)
-    result = start_run("fairness", argv)
-    with bench_site("fairness", redis_url=args.redis_url, db_url=args.db_url) as site:
+    result = platform_site.start_run("fairness", argv)
+    with platform_site.bench_site("fairness", args) as site:
         a, b, result["config"] = make_tenants(args)
         result["config"].update(
             dtype=args.dtype, prefill_core=args.prefill_core, decode_core=args.decode_core,
             decode_slots=args.decode_slots, db_url=site.db_url, run_dir=str(site.run_dir),
             model_nice=args.model_nice, decode_nice=args.decode_nice, prefill_nice=args.prefill_nice,
             isolate_prefill=args.isolate_prefill, conn_max_age=args.conn_max_age)
-        with platform_up(site, model_workers(args), extra_env=platform_env(args)) as plat:
+        with platform_site.platform_up(site, args) as plat:
             experiments(args, site, plat, result)
             phases(args, site, plat, a, b, result)
     p99_alone, p99_flood = result["b_alone"]["ttft_ms"]["p99"], result["b_flood"]["ttft_ms"]["p99"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..machine import busy_processes, concrete_dtype, describe, machine_info
-from ..paths import BENCH_DIR, MODEL_DIR
+from ..paths import BASE_DIR, BENCH_DIR, MODEL_DIR
 from ..report import say
 
 POSTGRES_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
@@ -26,6 +26,9 @@ POSTGRES_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 def add_site_options(p: argparse.ArgumentParser) -> None:
     """The options every platform benchmark takes: where its state lives, how the model
     workers run, and settings for the platform's processes."""
+    p.add_argument("--model", choices=["real", "tiny"], default="real",
+                   help="tiny: a 2-layer random-weight model whose forwards are short, for iterating on the "
+                        "platform's own time (and for smoke runs; its comparisons with the engine mean little)")
     p.add_argument("--dtype", default="auto", help="auto: bfloat16 where the CPU has native bf16 units, else float32")
     p.add_argument("--prefill-core", type=int, default=0)
     p.add_argument("--decode-core", type=int, default=1)
@@ -41,9 +44,21 @@ def add_site_options(p: argparse.ArgumentParser) -> None:
                         "TANDEM_TENANT_REFRESH_S=30")
 
 
-def resolve_site_options(args: argparse.Namespace) -> argparse.Namespace:
+def parse(p: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """`argv` parsed, "auto" dtype resolved to the one that will run."""
+    args = p.parse_args(argv)
     args.dtype = concrete_dtype(args.dtype)
     return args
+
+
+def model_dir(args: argparse.Namespace) -> Path:
+    if args.model != "tiny":
+        return MODEL_DIR
+    from inference.engine.tiny import build_tiny_model
+
+    path = build_tiny_model(BASE_DIR / "var" / "models" / "tiny-bench")
+    say(f"model: the tiny random-weight model ({path}): the platform's own time only")
+    return path
 
 
 def platform_env(args: argparse.Namespace, **extra: str) -> dict:
@@ -113,12 +128,13 @@ class BenchSite:
 
 
 @contextmanager
-def bench_site(name: str, *, redis_url: str | None = None, db_url: str | None = None, model_dir: Path = MODEL_DIR):
+def bench_site(name: str, args: argparse.Namespace):
     """Set up, before Django is imported: a Redis server of this run's own (unless
-    `redis_url`), a fresh SQLite file under var/bench/ (unless `db_url`; "postgres"
+    --redis-url), a fresh SQLite file under var/bench/ (unless --db-url; "postgres"
     makes a throwaway PostgreSQL database on 127.0.0.1:5432 and drops it at the end), the
-    model every process loads (`model_dir`), then django.setup() and migrate. Yields a
+    model every process loads (--model), then django.setup() and migrate. Yields a
     BenchSite; stops what it started."""
+    redis_url, db_url, model = args.redis_url, args.db_url, model_dir(args)
     run_dir = BENCH_DIR / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     run_dir.mkdir(parents=True, exist_ok=True)
     proc = None
@@ -136,11 +152,11 @@ def bench_site(name: str, *, redis_url: str | None = None, db_url: str | None = 
         db_url = POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + "/" + throwaway_pg
     db_url = db_url or f"sqlite:///{run_dir / 'bench.sqlite3'}"
     site = BenchSite(name=name, run_dir=run_dir, redis_url=redis_url, db_url=db_url,
-                     log_dir=run_dir / "logs", model_dir=Path(model_dir), redis_proc=proc)
+                     log_dir=run_dir / "logs", model_dir=Path(model), redis_proc=proc)
     os.environ["REDIS_URL"] = redis_url
     os.environ["DATABASE_URL"] = db_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tandem.settings")
-    os.environ["TANDEM_MODEL"] = str(model_dir)
+    os.environ["TANDEM_MODEL"] = str(model)
     try:
         import django
 
@@ -166,14 +182,15 @@ def _pg_admin(sql: str) -> None:
 
 
 @contextmanager
-def platform_up(site: BenchSite, workers: list[tuple[str, str, dict]], *, extra_env: dict | None = None):
-    """daphne + `workers` as real processes (devstack.processes.running_platform), with
-    their logs under this run's directory."""
+def platform_up(site: BenchSite, args: argparse.Namespace, **extra_env: str):
+    """daphne and the model workers (model_workers) as real processes
+    (devstack.processes.running_platform), with their logs under this run's directory."""
     from devstack.processes import running_platform
 
+    workers = model_workers(args)
     say(f"starting daphne + {', '.join(f'{r}.{p}' for r, p, _ in workers)} (logs: {site.log_dir})")
     t = time.monotonic()
     with running_platform(db_url=site.db_url, model_dir=str(site.model_dir), workers=workers,
-                          extra_env=extra_env, log_dir=site.log_dir) as p:
+                          extra_env=platform_env(args, **extra_env), log_dir=site.log_dir) as p:
         say(f"platform up in {time.monotonic() - t:.1f}s at {p.ws_url}")
         yield p
