@@ -43,6 +43,13 @@ def describe(info: dict) -> str:
     return f"{info['cpu_model'] or 'unknown CPU'}, {info['cpus']} cpus ({flags})"
 
 
+def measured_on(info: dict) -> str:
+    """The line a printed report opens with: the CPU and the commit it measured."""
+    git = info.get("git") or {}
+    dirty = f" with {len(git['dirty_files'])} modified files" if git.get("dirty_files") else ""
+    return f"Measured on {describe(info)}; git {git.get('commit', '?')}{dirty}"
+
+
 def _lscpu(field: str) -> str:
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=5).stdout

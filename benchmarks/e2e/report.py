@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import statistics
 
+from ..machine import measured_on
 from ..platform.monitor import MONITOR_STAGES
 from ..report import fmt, table
 
@@ -42,6 +43,8 @@ def overhead_at_one(levels: list[dict], target_ms: float) -> dict | None:
 
 
 def report(result: dict, args) -> None:
+    print()
+    print(measured_on(result["machine"]))
     print()
     print("## Platform vs engine alone (times in ms; tok/s = output tokens per second)")
     print()

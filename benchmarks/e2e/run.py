@@ -151,10 +151,7 @@ def measure(args: argparse.Namespace, site, side: Sides, levels: list[int], resu
             f"alternating")
         e_traces, p_traces = alternate(side, clients=n_clients, rounds=per_client, first_prompt=first,
                                        settle_s=args.settle)
-        fill_stages(client, p_traces)
-        mismatched = [t.prompt_n for t in p_traces if t.stages.get("prompt_ids") not in (None, side.ids_for(t.prompt_n))]
-        for t in p_traces:
-            t.stages.pop("prompt_ids", None)
+        mismatched = fill_stages(client, p_traces, side.ids_for)
         level = {"clients": n_clients, "requests_per_client": per_client,
                  "engine": summarize_traces(e_traces), "platform": summarize_traces(p_traces),
                  "platform_stages": stage_summary(p_traces), "prompt_ids_match": not mismatched,

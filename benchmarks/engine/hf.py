@@ -10,10 +10,10 @@ import os
 import time
 
 from ..machine import CpuMeter
-from ..report import say
+from ..report import fmt, say
 from ..stats import percentile
 from ..traces import Trace
-from .report import Row, fmt_cores
+from .report import Row
 from .tracker import metrics
 from .workloads import Sizes
 
@@ -107,7 +107,7 @@ def run_hf_generate(name: str, model, workloads: list[str], sz: Sizes, prompts: 
     measured = metrics(traces)
     others = meter.others_cores()
     say(f"{name}: {measured['tokens_per_s']:.1f} tok/s, ITL p50 {measured['itl_p50_ms']:.1f} ms "
-        f"(other processes {fmt_cores(others)} cores)")
+        f"(other processes {fmt(others, 2)} cores)")
     k = len(traces)
     plural = "s" if k != 1 else ""
     for wl in workloads:
@@ -182,4 +182,4 @@ def run_generate_batch(model, workloads: list[str], sz: Sizes, prompts: list[lis
         rows.append(Row("generate_batch", wl, n, sz.output_tokens, m, load, others,
                         method="one call; no per-token times (TTFT/ITL n/a)", notes=notes))
         say(f"generate_batch: {n} prompts: {tokens / wall:.1f} tok/s ({wall:.1f} s; other processes "
-            f"{fmt_cores(others)} cores)")
+            f"{fmt(others, 2)} cores)")

@@ -7,7 +7,7 @@ import os
 import traceback
 from dataclasses import dataclass
 
-from ..report import table
+from ..report import fmt, table
 
 TANDEM = ("colocated", "colocated_chunked", "disaggregated")
 
@@ -32,20 +32,8 @@ class Row:
         return cls(system, workload, 0, 0, {}, os.getloadavg()[0], error=err)
 
 
-def fmt_gbs(x: float | None) -> str:
-    return "?" if x is None else f"{x:.1f}"
-
-
-def fmt_cores(x: float | None) -> str:
-    return "?" if x is None else f"{x:.2f}"
-
-
-def fmt_ms(x: float | None) -> str:
-    return "-" if x is None else f"{x:.0f}"
-
-
 def summary_line(m: dict) -> str:
-    return (f"TTFT p50/p99 {fmt_ms(m.get('ttft_p50_ms'))}/{fmt_ms(m.get('ttft_p99_ms'))} ms, "
+    return (f"TTFT p50/p99 {fmt(m.get('ttft_p50_ms'), 0)}/{fmt(m.get('ttft_p99_ms'), 0)} ms, "
             f"ITL p50/p99 {m.get('itl_p50_ms') or 0:.1f}/{m.get('itl_p99_ms') or 0:.1f} ms, "
             f"{m.get('tokens_per_s') or 0:.1f} tok/s")
 

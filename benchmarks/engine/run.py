@@ -44,13 +44,14 @@ from ..machine import (
     describe,
     load_average,
     machine_info,
+    measured_on,
     memory_bandwidth_gbs,
     source_digest,
 )
 from ..paths import BASE_DIR, MODEL_DIR
-from ..report import say, write_json
+from ..report import fmt, say, write_json
 from .prompts import long_prompt, stream_prompts
-from .report import TANDEM, Row, evaluate_targets, fmt_gbs, render, render_targets
+from .report import TANDEM, Row, evaluate_targets, render, render_targets
 from .systems import ColocatedSystem, DisaggregatedSystem
 from .workloads import run_tandem, sizes_from
 
@@ -169,11 +170,10 @@ def print_report(args, info: dict, start: dict, end: dict, duration: float, note
     src0, src1 = start["engine_sources"], end["engine_sources"]
     print()
     print(f"Engine benchmark ({'QUICK: reduced sizes, not the issue targets' if args.quick else 'full'}); "
-          f"{describe(info)}; model {args.model} in {args.dtype}")
-    print(f"engine sources {src0}" + ("" if src1 == src0 else f" -> {src1} (CHANGED)")
-          + f"; git {info.get('git', {}).get('commit', '?')}")
+          f"model {args.model} in {args.dtype}")
+    print(measured_on(info) + f"; engine sources {src0}" + ("" if src1 == src0 else f" -> {src1} (CHANGED)"))
     print(f"load average at start {start['load']}, at end {end['load']}; memory read bandwidth (1 thread) "
-          f"{fmt_gbs(start['mem_bw_gbs'])} GB/s at start, {fmt_gbs(end['mem_bw_gbs'])} GB/s at end; {duration:.0f} s")
+          f"{fmt(start['mem_bw_gbs'])} GB/s at start, {fmt(end['mem_bw_gbs'])} GB/s at end; {duration:.0f} s")
     for line in notes:
         print(f"- {line}")
     print()
@@ -204,7 +204,7 @@ def main(argv: list[str]) -> None:
     say(f"engine benchmark: {'quick' if args.quick else 'full'} run; systems {','.join(args.systems)}; "
         f"workloads {','.join(args.workloads)}")
     say(f"machine: {describe(info)}; load average at start {start['load']}; memory read bandwidth (1 thread) "
-        f"{fmt_gbs(start['mem_bw_gbs'])} GB/s")
+        f"{fmt(start['mem_bw_gbs'])} GB/s")
     if start["busy"]:
         say("busy at start (the numbers below are skewed by these):\n    " + "\n    ".join(start["busy"]))
 

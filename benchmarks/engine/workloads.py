@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..machine import CpuMeter
-from ..report import say
+from ..report import fmt, say
 from ..stats import percentile
-from .report import Row, fmt_cores, fmt_ms, summary_line
+from .report import Row, summary_line
 from .systems import TandemSystem
 from .tracker import Tracker, metrics
 
@@ -115,8 +115,8 @@ def run_mixed(system: TandemSystem, prompts: list[list[int]], long_prompts: list
 
 def mixed_notes(m: dict) -> str:
     notes = (f"{m['window_s']:.0f} s window, {m['arrivals']} arrivals, {m.get('arrivals_first_token', 0)} got a "
-             f"first token, their TTFT p50/p99 {fmt_ms(m.get('arrivals_ttft_p50_ms'))}/"
-             f"{fmt_ms(m.get('arrivals_ttft_p99_ms'))} ms")
+             f"first token, their TTFT p50/p99 {fmt(m.get('arrivals_ttft_p50_ms'), 0)}/"
+             f"{fmt(m.get('arrivals_ttft_p99_ms'), 0)} ms")
     if m.get("arrivals_compute_ms_p50") is not None:
         notes += (f"; prefill p50 {m['arrivals_compute_ms_p50']:.0f} ms, KV put/take p50 "
                   f"{m.get('arrivals_put_ms_p50', 0):.0f}/{m.get('arrivals_take_ms_p50', 0):.0f} ms")
@@ -182,6 +182,6 @@ def run_tandem(make_system: Callable[[], TandemSystem], name: str, workloads: li
                 row.others = meter.others_cores()
                 rows.append(row)
                 say(f"{name}: {label}: {summary_line(row.metrics)} ({time.monotonic() - t:.1f} s; other "
-                    f"processes {fmt_cores(row.others)} cores)")
+                    f"processes {fmt(row.others, 2)} cores)")
     finally:
         system.close()

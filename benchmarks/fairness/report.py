@@ -4,12 +4,15 @@ batches sampled meanwhile, and the verdict against the target ratio."""
 
 from __future__ import annotations
 
+from ..machine import measured_on
 from ..platform.monitor import MONITOR_STAGES
 from ..report import fmt, table
 
 
 def report(r: dict) -> None:
     ba, bf = r["b_alone"], r["b_flood"]
+    print()
+    print(measured_on(r["machine"]))
     print()
     print("## Tenant B's TTFT, alone and while tenant A floods (ms)")
     print()

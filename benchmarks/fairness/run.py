@@ -223,8 +223,6 @@ def phases(args: argparse.Namespace, site, plat, a, b, result: dict) -> None:
             say("stopping the flood (A's clients finish the replies in flight)")
             a_traces = flood.finish()
     fill_stages(new_redis(), alone + flooded)
-    for t in alone + flooded:
-        t.stages.pop("prompt_ids", None)
     result.update(b_alone=b_summary(alone), b_flood=b_summary(flooded),
                   a_flood=a_summary(a_traces, flood.t_end - flood.t_start),
                   state_alone=s_alone.summary(), state_flood=s_flood.summary(),

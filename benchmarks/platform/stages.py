@@ -4,7 +4,7 @@ spec's `enqueued_at`, the stream's record ids and the first token's `ts`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ..stats import summarize
 from ..traces import Trace
@@ -28,8 +28,8 @@ def stage_times(client, trace: Trace) -> dict:
     deliver   -> the client's first token frame (XADD, the consumer's XREAD, websocket)
     And from the `end` record: engine, the prefill engine's share of the TTFT (waiting for
     a batch, forward, sampling), and outside_engine = TTFT - engine: the platform's own
-    time, whatever the forward took. Also returns the spec's prompt ids (to check the
-    engine-alone run used the same)."""
+    time, whatever the forward took. Also returns the spec's prompt ids under
+    "prompt_ids"."""
     from inference.wire import keys
     from inference.wire.spec import load
     from inference.wire.streams import decode_record
@@ -58,10 +58,17 @@ def stage_times(client, trace: Trace) -> dict:
     return out
 
 
-def fill_stages(client, traces: Iterable[Trace]) -> None:
+def fill_stages(client, traces: Iterable[Trace], expected_ids: Callable[[int], list[int]] | None = None) -> list[int]:
+    """Each served trace's stages; returns the prompt numbers whose prompt ids, as the CPU
+    tier built them, differ from expected_ids(prompt number) (the engine-alone run's)."""
+    mismatched = []
     for tr in traces:
         if tr.ok:
             tr.stages = stage_times(client, tr)
+            ids = tr.stages.pop("prompt_ids", None)
+            if expected_ids is not None and ids is not None and ids != expected_ids(tr.prompt_n):
+                mismatched.append(tr.prompt_n)
+    return mismatched
 
 
 def stage_summary(traces: Iterable[Trace], stages: Iterable[str] = STAGES) -> dict:
