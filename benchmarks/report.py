@@ -39,6 +39,11 @@ def table(headers: Sequence[str], rows: Sequence[Sequence], *, digits: int = 1) 
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
 
 
+def heading(title: str) -> None:
+    """A markdown section heading on stdout, set off by blank lines."""
+    print(f"\n## {title}\n")
+
+
 def write_json(path: str | Path, data: dict) -> Path:
     """`data` as indented JSON at `path` (relative paths from the repository root)."""
     path = Path(path)

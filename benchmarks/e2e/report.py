@@ -8,7 +8,7 @@ import statistics
 
 from ..machine import measured_on
 from ..platform.monitor import MONITOR_STAGES
-from ..report import fmt, table
+from ..report import fmt, heading, table
 
 
 def row(label: str, clients: int, s: dict) -> list:
@@ -45,16 +45,12 @@ def overhead_at_one(levels: list[dict], target_ms: float) -> dict | None:
 def report(result: dict, args) -> None:
     print()
     print(measured_on(result["machine"]))
-    print()
-    print("## Platform vs engine alone (times in ms; tok/s = output tokens per second)")
-    print()
+    heading("Platform vs engine alone (times in ms; tok/s = output tokens per second)")
     rows = []
     for lv in result.get("levels", []):
         rows += [row("engine", lv["clients"], lv["engine"]), row("platform", lv["clients"], lv["platform"])]
     print(table(HEADERS, rows))
-    print()
-    print("## Platform TTFT by stage, p50 (ms), from the marks each request left in Redis")
-    print()
+    heading("Platform TTFT by stage, p50 (ms), from the marks each request left in Redis")
     srows = []
     for lv in result.get("levels", []):
         st = lv["platform_stages"]
@@ -78,9 +74,7 @@ def report(result: dict, args) -> None:
                   f"p50): {ov['accounted_p50_ms']:.1f} ms: {'MET' if ov['accounted_met'] else 'NOT MET'}")
     prof = result.get("profile")
     if prof:
-        print()
-        print(f"## Profile under Redis MONITOR: one client, {prof['requests']} requests (ms)")
-        print()
+        heading(f"Profile under Redis MONITOR: one client, {prof['requests']} requests (ms)")
         prow = [[name, prof["stages"][name]["p50"], prof["stages"][name]["p90"], what]
                 for name, _, _, what in MONITOR_STAGES]
         prow.append(["TTFT", prof["ttft_ms"]["p50"], prof["ttft_ms"]["p90"], "client send -> first token frame"])

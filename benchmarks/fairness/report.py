@@ -6,16 +6,14 @@ from __future__ import annotations
 
 from ..machine import measured_on
 from ..platform.monitor import MONITOR_STAGES
-from ..report import fmt, table
+from ..report import fmt, heading, table
 
 
 def report(r: dict) -> None:
     ba, bf = r["b_alone"], r["b_flood"]
     print()
     print(measured_on(r["machine"]))
-    print()
-    print("## Tenant B's TTFT, alone and while tenant A floods (ms)")
-    print()
+    heading("Tenant B's TTFT, alone and while tenant A floods (ms)")
     rows = []
     for label, s in (("B alone", ba), ("B, A flooding", bf)):
         t = s["ttft_ms"]
@@ -23,10 +21,8 @@ def report(r: dict) -> None:
                      s["tpot_ms"]["p50"], s["itl_first_ms"]["p50"]])
     print(table(["phase", "ok", "errors", "TTFT p50", "TTFT p90", "TTFT p99", "TTFT max", "TPOT p50",
                  "ITL 0->1 p50"], rows))
-    print()
-    print("## Where B's TTFT goes (ms; web = send -> spec stored, cpu = -> prompt built and prefill queued, "
-          "prefill = -> token 0 produced, deliver = -> frame at the client)")
-    print()
+    heading("Where B's TTFT goes (ms; web = send -> spec stored, cpu = -> prompt built and prefill queued, "
+            "prefill = -> token 0 produced, deliver = -> frame at the client)")
     srows = []
     for label, s in (("B alone", ba), ("B, A flooding", bf)):
         st = s["stages_ms"]
@@ -36,9 +32,7 @@ def report(r: dict) -> None:
                  "deliver p99"], srows))
     pa, pf = r.get("profile_alone"), r.get("profile_flood")
     if pa and pf:
-        print()
-        print(f"## B's TTFT by finer stage, under Redis MONITOR ({pa['requests']} + {pf['requests']} more requests; ms)")
-        print()
+        heading(f"B's TTFT by finer stage, under Redis MONITOR ({pa['requests']} + {pf['requests']} more requests; ms)")
         prow = [[name, pa["stages"][name]["p50"], pa["stages"][name]["max"], pf["stages"][name]["p50"],
                  pf["stages"][name]["max"], what] for name, _, _, what in MONITOR_STAGES]
         prow.append(["TTFT", pa["ttft_ms"]["p50"], pa["ttft_ms"]["max"], pf["ttft_ms"]["p50"], pf["ttft_ms"]["max"],
@@ -52,9 +46,7 @@ def report(r: dict) -> None:
           f"{af['served']} served, {af['refused_rate_limited']} refused (rate_limited); A's TTFT p50 "
           f"{fmt(af['ttft_ms']['p50'])} ms, p99 {fmt(af['ttft_ms']['p99'])} ms; A's output "
           f"{fmt(af['output_tokens_per_s'])} tok/s")
-    print()
-    print("## Queues and batches, sampled every 0.5 s (mean / max)")
-    print()
+    heading("Queues and batches, sampled every 0.5 s (mean / max)")
     keys = sorted(set(r["state_alone"]) | set(r["state_flood"]))
     qrows = []
     for k in keys:
