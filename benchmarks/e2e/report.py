@@ -7,8 +7,8 @@ from __future__ import annotations
 import statistics
 
 from ..machine import measured_on
-from ..platform.monitor import MONITOR_STAGES
 from ..report import fmt, heading, table
+from ..stack.monitor import MONITOR_STAGES
 
 
 def row(label: str, clients: int, s: dict) -> list:

@@ -28,13 +28,13 @@ import argparse
 import math
 import time
 
-from ..platform import site as platform_site
-from ..platform.chat_client import ChatClient, chat_loop, closed_loop, together
-from ..platform.monitor import MONITOR_UNCOUNTED, profiled
-from ..platform.prompts import QUESTIONS, Counter, prompt_ids, prompt_text
-from ..platform.stages import fill_stages, stage_summary
-from ..platform.tenancy import make_tenant
 from ..report import fmt, say, table, write_json
+from ..stack import site as platform_site
+from ..stack.chat_client import ChatClient, chat_loop, closed_loop, together
+from ..stack.monitor import MONITOR_UNCOUNTED, profiled
+from ..stack.prompts import QUESTIONS, Counter, prompt_ids, prompt_text
+from ..stack.stages import fill_stages, stage_summary
+from ..stack.tenancy import make_tenant
 from ..stats import percentile, summarize
 from ..traces import Trace, summarize_traces
 from .engine_alone import EngineAlone

@@ -99,9 +99,6 @@ def _prefill(loaded, config, store, in_q, handoff_q, events_q) -> None:
     done.put(("stop",))
     handing.join()
     batcher.shutdown()
-    # shutdown() does not wait; a batcher thread still inside torch when the interpreter
-    # exits aborts the process ("terminate called without an active exception").
-    batcher._thread.join(10)
 
 
 def _hand_off(store, done: queue.Queue, handoff_q, events_q) -> None:

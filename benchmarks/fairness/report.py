@@ -5,8 +5,8 @@ batches sampled meanwhile, and the verdict against the target ratio."""
 from __future__ import annotations
 
 from ..machine import measured_on
-from ..platform.monitor import MONITOR_STAGES
 from ..report import fmt, heading, table
+from ..stack.monitor import MONITOR_STAGES
 
 
 def report(r: dict) -> None:

@@ -29,14 +29,14 @@ import threading
 import time
 
 from ..cores import isolate_core, renice_threads, threads_of
-from ..platform import site as platform_site
-from ..platform.chat_client import ChatClient, chat_loop
-from ..platform.monitor import profiled
-from ..platform.prompts import Counter
-from ..platform.sampler import StateSampler
-from ..platform.stages import fill_stages, stage_summary
-from ..platform.tenancy import make_tenant
 from ..report import fmt, say, write_json
+from ..stack import site as platform_site
+from ..stack.chat_client import ChatClient, chat_loop
+from ..stack.monitor import profiled
+from ..stack.prompts import Counter
+from ..stack.sampler import StateSampler
+from ..stack.stages import fill_stages, stage_summary
+from ..stack.tenancy import make_tenant
 from ..stats import percentile, summarize
 from ..traces import Trace, summarize_traces
 from .report import report

@@ -30,7 +30,7 @@ def run_colocated(request_id: str) -> None:
                 first_seen["ttft_ms"] = (ts - spec.enqueued_at) * 1000
 
         handle = rt.colocated.submit(
-            request_id, spec.prompt_token_ids, sampling_params(spec), on_token=on_token,
+            request_id, spec.prompt_token_ids, sampling_params(spec.sampling), on_token=on_token,
             on_finish=follower.on_finish, priority=spec.priority, group=str(spec.tenant_id),
             group_max_slots=spec.max_decode_slots, cache_salt=spec.cache_salt,
         )

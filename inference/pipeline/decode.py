@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 def _recompute_kv(rt: Runtime, spec: RequestSpec) -> KVCache:
     """The KV entry is gone, corrupt or from other weights: recompute the prompt here."""
     request = PrefillRequest(request_id=spec.request_id, token_ids=spec.prompt_token_ids,
-                             sampling=sampling_params(spec), cache_salt=spec.cache_salt)
+                             sampling=sampling_params(spec.sampling), cache_salt=spec.cache_salt)
     [res] = rt.fallback_prefill_engine().prefill([request])
     return res.kv
 
@@ -54,7 +54,7 @@ def run_decode(request_id: str, handoff: PrefillHandoff) -> None:
         follower = SequenceFollower(rt, spec, detok, [first_text])
         handle = rt.decode.submit(DecodeRequest(
             request_id=request_id, prompt_token_ids=spec.prompt_token_ids, first_token=first_token,
-            kv=kv, sampling=sampling_params(spec), on_finish=follower.on_finish, priority=spec.priority,
+            kv=kv, sampling=sampling_params(spec.sampling), on_finish=follower.on_finish, priority=spec.priority,
             group=str(spec.tenant_id), group_max_slots=spec.max_decode_slots,
         ))
         follower.follow(handle)

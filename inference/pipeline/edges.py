@@ -8,7 +8,7 @@ import time
 
 from ..engine.sampling import SamplingParams
 from ..wire import streams
-from ..wire.spec import RequestSpec, load, load_with_cancel
+from ..wire.spec import RequestSpec, Sampling, load, load_with_cancel
 from ..worker.runtime import Runtime
 from . import outcomes
 from .contracts import ReplyOutcome
@@ -16,8 +16,8 @@ from .contracts import ReplyOutcome
 EXPIRED = ("expired", "The request expired in the queue.")
 
 
-def sampling_params(spec: RequestSpec) -> SamplingParams:
-    s = spec.sampling
+def sampling_params(s: Sampling) -> SamplingParams:
+    """The engine's sampling parameters for a request's (`spec.sampling`)."""
     return SamplingParams(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed,
                           max_tokens=max(1, s.max_tokens))
 

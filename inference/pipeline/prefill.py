@@ -27,7 +27,7 @@ def run_prefill(request_id: str) -> None:
     rt.track(request_id)
     kv_stored = False
     try:
-        params = sampling_params(spec)
+        params = sampling_params(spec.sampling)
         t_engine = time.time()
         fut = rt.prefill.submit(PrefillRequest(request_id=request_id, token_ids=spec.prompt_token_ids,
                                                sampling=params, cache_salt=spec.cache_salt),

@@ -145,10 +145,14 @@ class PrefillBatcher:
         with self._cv:
             return len(self._waiting)
 
-    def shutdown(self) -> None:
+    def shutdown(self, timeout: float | None = 10.0) -> None:
+        """Stop taking work and wait for the batch thread (a process that exits while it
+        still runs a forward aborts in torch's thread teardown)."""
         with self._cv:
             self._closed = True
             self._cv.notify()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
 
     def _next_job(self, running: list[_Job]) -> _Job | None:
         """A new job to run now, if any (None also when closed with nothing running)."""
