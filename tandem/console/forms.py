@@ -156,5 +156,7 @@ class ConversationFilterForm(Form):
 
     def filters(self) -> dict:
         """The valid filters; an invalid one is left out (and shown beside its field)."""
+        if not self.is_bound:
+            return {}
         self.is_valid()
         return {k: v for k, v in self.cleaned_data.items() if v}

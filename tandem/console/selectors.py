@@ -157,6 +157,13 @@ def _pool_workers(pool: ComputePool, workers: list[dict]) -> list[dict]:
     return [w for w in workers if w["pool"] == pool.slug and w["role"] == pool.role]
 
 
+def workers_outside_pools(pools: list[dict] | None = None) -> list[dict]:
+    """Live workers serving a queue that no ComputePool names (started with a pool that
+    was never created, or whose pool was deleted): no tenant is routed to them."""
+    known = {(p.role, p.slug) for p in ComputePool.objects.all()}
+    return [w for w in live_workers() if (w["role"], w["pool"]) not in known]
+
+
 def pools_overview(*, with_tenants: bool = True) -> list[dict]:
     """Every pool with its live workers, capacity and load, and the tenants allocated to
     it. A decode or colocated pool's capacity is its workers' decode slots; a prefill

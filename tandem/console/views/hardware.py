@@ -18,14 +18,16 @@ from .base import actor, operator_page, render_page
 
 @operator_page(methods=("GET",))
 def hardware(request):
-    return render_page(request, "console/hardware.html", {"pools": selectors.pools_overview(), "mine": set()},
-                       nav="hardware")
+    return render_page(request, "console/hardware.html",
+                       {"pools": selectors.pools_overview(), "mine": set(), "show_tenants": True,
+                        "outside": selectors.workers_outside_pools()}, nav="hardware")
 
 
 @operator_page(methods=("GET",))
 def hardware_live(request):
     return render_page(request, "console/partials/pools.html",
-                       {"pools": selectors.pools_overview(), "mine": set(), "show_tenants": True})
+                       {"pools": selectors.pools_overview(), "mine": set(), "show_tenants": True,
+                        "outside": selectors.workers_outside_pools()})
 
 
 @operator_page()

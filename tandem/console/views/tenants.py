@@ -85,7 +85,7 @@ def quotas(request, access):
     return render_page(request, "console/quotas.html",
                        {"form": form if access.can_operate else None, "quota": quota,
                         "gauges": selectors.quota_gauges(access.tenant),
-                        "fields": [(form[f].label, getattr(quota, f)) for f in services.QUOTA_FIELDS]},
+                        "readonly": [(form[f].label, getattr(quota, f)) for f in services.QUOTA_FIELDS]},
                        access=access, nav="quotas", status=400 if form.errors else 200)
 
 
