@@ -40,7 +40,8 @@
       var cols = [data.t].concat(spec.lines.map(function (l) { return data[l[0]]; }));
       el.innerHTML = "";
       charts.push(new uPlot({ title: spec.title, width: width, height: 190, series: series,
-                               scales: { x: { time: true } }, axes: [{}, { size: 55 }] }, cols, el));
+                               scales: { x: { time: true } }, axes: [{}, { size: 55 }],
+                               legend: { live: false } }, cols, el));
     });
     var total = card.querySelector("[data-total]");
     if (total) total.textContent = data.total_requests + " requests in this range";

@@ -66,7 +66,7 @@ def worst(gauges: list[dict] | None) -> str:
 class Live:
     """The overview's live numbers, for all the tenants it covers or for one."""
 
-    requests_per_min: int = 0
+    requests_per_min: int | None = 0  # admitted in the last 60 s (the limiter's window)
     output_tokens_per_s: float = 0.0
     ttft_ms_p50: float | None = None
     ttft_ms_p99: float | None = None
@@ -84,7 +84,7 @@ class Live:
 def overview_live(tenants: list[Tenant]) -> tuple[Live, dict[int, Live]]:
     """The live numbers over `tenants`, overall and per tenant (see the windows above)."""
     now = timezone.now()
-    rate_since = now - dt.timedelta(seconds=RATE_WINDOW_S)
+    rate_since = now - dt.timedelta(seconds=RATE_WINDOW_S)  # output tokens/s
     lat_since = now - dt.timedelta(seconds=LATENCY_WINDOW_S)
     ids = [t.pk for t in tenants]
     per = {t.pk: Live() for t in tenants}
@@ -98,25 +98,25 @@ def overview_live(tenants: list[Tenant]) -> tuple[Live, dict[int, Live]]:
                 live.output_tokens_per_s += completion / RATE_WINDOW_S
             if ttft is not None:
                 live._ttfts.append(ttft)
-    # Requests: every assistant message started in the window (finished, failed or still
-    # streaming); errors: the failed ones among those that ended.
+    # Errors: the failed replies among those started in the window that ended.
     for row in (Message.objects.filter(role=Message.Role.ASSISTANT, conversation__tenant_id__in=ids,
                                        created_at__gte=lat_since)
                 .values("conversation__tenant_id")
-                .annotate(recent=Count("id", filter=Q(created_at__gte=rate_since)),
-                          failed=Count("id", filter=Q(status=Message.Status.FAILED)),
+                .annotate(failed=Count("id", filter=Q(status=Message.Status.FAILED)),
                           ok=Count("id", filter=Q(status__in=[Message.Status.DONE, Message.Status.CANCELLED])))):
         for live in (per[row["conversation__tenant_id"]], total):
-            live.requests_per_min += row["recent"]
             live.failed += row["failed"]
             live.finished += row["ok"]
+    # Requests per minute and active streams: the quota limiter's own counters (what
+    # the tenants list and the quota page show), so the same number reads the same.
     client = redis_client()
     for t in tenants:
         gauges = quota_gauges(t, client)
-        streams = gauges[2]["used"] if gauges else None
-        per[t.pk].active_streams = streams
-        if total.active_streams is not None:
-            total.active_streams = None if streams is None else total.active_streams + streams
+        rpm, streams = (gauges[0]["used"], gauges[2]["used"]) if gauges else (None, None)
+        per[t.pk].requests_per_min, per[t.pk].active_streams = rpm, streams
+        for attr, value in (("requests_per_min", rpm), ("active_streams", streams)):
+            current = getattr(total, attr)
+            setattr(total, attr, None if current is None or value is None else current + value)
     for live in (total, *per.values()):
         live.output_tokens_per_s = round(live.output_tokens_per_s, 1)
         live.ttft_ms_p50 = percentile(live._ttfts, 0.5)
@@ -149,7 +149,8 @@ def tenant_rows(tenants: list[Tenant]) -> list[dict]:
     rows = []
     for t in tenants:
         gauges = quota_gauges(t, client)
-        rows.append({"tenant": t, "gauges": gauges, "level": worst(gauges)})
+        rows.append({"tenant": t, "gauges": gauges, "level": worst(gauges),
+                     "hot": [g for g in gauges or [] if g["level"] != "ok"]})
     return rows
 
 

@@ -43,9 +43,18 @@ def conversation(tenant, text: str, reply: str = "Sure.") -> Conversation:
     return conv
 
 
+def forget_quota_counters(redis_client, *tenants) -> None:
+    """Database ids come back after a rolled-back test; the limiter's counters in Redis
+    (keyed by tenant id) would not, so each world starts with none."""
+    for t in tenants:
+        for key in redis_client.scan_iter(f"tandem:quota:{t.pk}:*"):
+            redis_client.delete(key)
+
+
 @pytest.fixture
-def world(db) -> World:
+def world(db, redis_client) -> World:
     a, b = make_tenant(slug="alpha"), make_tenant(slug="bravo")
+    forget_quota_counters(redis_client, a.tenant, b.tenant)
     w = World(a=a, b=b, staff=user(is_staff=True), owner_a=user(), admin_a=user(), viewer_a=user(),
               owner_b=user(), conv_a=conversation(a.tenant, "Where is my alpha order?"),
               conv_b=conversation(b.tenant, "Bravo refund please"))

@@ -321,17 +321,21 @@ def test_the_hardware_page_shows_each_pools_live_workers_and_when_it_is_full(cli
     assert "lvl-full" in html.split('aria-label="Pool decode.hw-test"')[0][-80:]
 
 
-def test_the_overview_polls_live_numbers_and_serves_chart_series(client, world):
+def test_the_overview_polls_live_numbers_and_serves_chart_series(client, world, redis_client):
+    from tenants import quotas
     from tenants.models import UsageRecord
 
     reply = world.conv_a.messages.get(role="assistant")
     UsageRecord.objects.create(tenant=world.a.tenant, message_id=reply.pk, completion_tokens=120, ttft_ms=80.0)
+    # one request admitted by the real limiter and still streaming
+    assert quotas.admit(redis_client, tenant_id=world.a.tenant.pk, request_id="r-1", prompt_tokens=5,
+                        max_output_tokens=5, limits=quotas.QuotaLimits.from_quota(world.a.tenant.quota)).allowed
     client.force_login(world.owner_a)
     html = client.get("/console/").content.decode()
     assert 'hx-get="/console/live/"' in html and 'hx-trigger="every 5s"' in html
     live = client.get("/console/live/", HTTP_HX_REQUEST="true").content.decode()
     assert 'data-metric="output_tokens_per_s">2.0<' in live  # 120 tokens over the last minute
-    assert 'data-metric="requests_per_min">1<' in live
+    assert 'data-metric="requests_per_min">1<' in live and 'data-metric="active_streams">1<' in live
     for rng, points in (("hour", 60), ("day", 96), ("week", 168)):
         data = client.get("/console/charts.json", {"range": rng}).json()
         assert len(data["t"]) == points and data["total_requests"] == 1
