@@ -8,7 +8,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 import redis
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from tandem.chat.models import Conversation, Message
@@ -217,7 +217,10 @@ def conversation_list(*, tenant: Tenant, channel: str = "", status: str = "", si
         rows = rows.filter(created_at__date__lte=until)
     if q:
         rows = rows.filter(Q(messages__content__icontains=q) | Q(visitor_id__icontains=q)).distinct()
-    return rows.annotate(message_count=Count("messages", distinct=True)).order_by("-updated_at")
+    first_question = (Message.objects.filter(conversation=OuterRef("pk"), role=Message.Role.USER)
+                      .order_by("created_at").values("content")[:1])
+    return rows.annotate(message_count=Count("messages", distinct=True),
+                         first_message=Subquery(first_question)).order_by("-updated_at")
 
 
 def transcript(conversation: Conversation) -> list[dict]:

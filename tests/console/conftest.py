@@ -52,7 +52,7 @@ def forget_quota_counters(redis_client, *tenants) -> None:
 
 
 @pytest.fixture
-def world(db, redis_client) -> World:
+def world(db, redis_client):
     a, b = make_tenant(slug="alpha"), make_tenant(slug="bravo")
     forget_quota_counters(redis_client, a.tenant, b.tenant)
     w = World(a=a, b=b, staff=user(is_staff=True), owner_a=user(), admin_a=user(), viewer_a=user(),
@@ -61,4 +61,5 @@ def world(db, redis_client) -> World:
     for u, t, role in [(w.owner_a, a, "owner"), (w.admin_a, a, "admin"), (w.viewer_a, a, "viewer"),
                        (w.owner_b, b, "owner")]:
         Membership.objects.create(user=u, tenant=t.tenant, role=role)
-    return w
+    yield w
+    forget_quota_counters(redis_client, a.tenant, b.tenant)
