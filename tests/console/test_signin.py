@@ -71,3 +71,10 @@ def test_password_change(client, world):
     assert ok.status_code == 302
     world.owner_a.refresh_from_db()
     assert world.owner_a.check_password("a brand new secret")
+
+
+def test_a_live_panel_polling_after_sign_out_sends_the_whole_page_to_sign_in(client, world):
+    response = client.get("/console/live/", HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL="http://testserver/console/t/alpha/")
+    assert response.status_code == 200
+    assert response["HX-Redirect"] == "/console/login/?next=%2Fconsole%2Ft%2Falpha%2F"
+    assert client.get("/console/t/alpha/live/", HTTP_HX_REQUEST="true")["HX-Redirect"].startswith("/console/login/")

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import wraps
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import QuerySet
 from django.http import HttpResponseNotAllowed
 from django.shortcuts import render
+from django.urls import reverse
+from django_htmx.http import HttpResponseClientRedirect
 
 from tenants import membership
 from tenants.audit import Actor
@@ -26,6 +29,22 @@ class Obj:
     what: str
 
 
+def signed_in(view):
+    """login_required, and for an htmx request (a live panel polling after the session
+    ended) a whole-page redirect to sign in, instead of the sign-in form swapped into
+    the panel."""
+    plain = login_required(view)
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if getattr(request, "htmx", False) and not request.user.is_authenticated:
+            back = request.htmx.current_url_abs_path or reverse("console:overview")
+            return HttpResponseClientRedirect(f"{reverse('console:login')}?{urlencode({'next': back})}")
+        return plain(request, *args, **kwargs)
+
+    return wrapper
+
+
 def tenant_page(*, read: Can = Can.VIEW, write: Can | None = None, methods=("GET", "POST"),
                 objects: dict[str, Obj] | None = None):
     """A page of one tenant at `<slug>`: the view is called as view(request, access, ...)
@@ -35,7 +54,7 @@ def tenant_page(*, read: Can = Can.VIEW, write: Can | None = None, methods=("GET
     checked last, so another tenant's URL is a 404 whatever the method."""
 
     def decorate(view):
-        @login_required
+        @signed_in
         @wraps(view)
         def wrapper(request, slug, **kwargs):
             access = membership.tenant_access(user=request.user, slug=slug, need=read)
@@ -57,7 +76,7 @@ def operator_page(*, methods=("GET", "POST")):
     """A page for platform operators only; missing (404) to everyone else."""
 
     def decorate(view):
-        @login_required
+        @signed_in
         @wraps(view)
         def wrapper(request, **kwargs):
             membership.require_operator(request.user)

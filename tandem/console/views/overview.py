@@ -3,14 +3,13 @@ for operators and per tenant for everyone."""
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
 from tenants import membership
 
 from .. import selectors
-from .base import render_page, tenant_page
+from .base import render_page, signed_in, tenant_page
 
 
 def _visible(request):
@@ -23,7 +22,7 @@ def _live_context(tenants):
     return {"total": total, "rows": rows}
 
 
-@login_required
+@signed_in
 @require_GET
 def overview(request):
     tenants = _visible(request)
@@ -31,13 +30,13 @@ def overview(request):
                        nav="overview")
 
 
-@login_required
+@signed_in
 @require_GET
 def overview_live(request):
     return render_page(request, "console/partials/overview_live.html", _live_context(_visible(request)))
 
 
-@login_required
+@signed_in
 @require_GET
 def overview_charts(request):
     ids = None if membership.is_operator(request.user) else [t.pk for t in _visible(request)]
