@@ -154,3 +154,40 @@ class UsageRecord(models.Model):
 
     def __str__(self) -> str:
         return f"usage({self.tenant}, {self.message_id})"
+
+
+class AuditLog(models.Model):
+    """One change to what a tenant may use or who may use it (a quota, an allocation, a
+    key, a member, a pool, the tenant itself), made in the console, the admin or a
+    command: who, when, and each changed field's old and new value. Written by the
+    services (tenants/audit.py), never edited."""
+
+    class Source(models.TextChoices):
+        CONSOLE = "console"
+        ADMIN = "admin"
+        COMMAND = "command"
+        SYSTEM = "system"
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # The actor's name is kept beside the link, so the record still says who when the
+    # user is deleted later; the tenant's slug likewise.
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                              related_name="+")
+    actor_name = models.CharField(max_length=150, blank=True, default="")
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.SYSTEM)
+    tenant = models.ForeignKey(Tenant, on_delete=models.SET_NULL, null=True, blank=True,
+                               related_name="audit_records")
+    tenant_slug = models.CharField(max_length=64, blank=True, default="")
+    entity = models.CharField(max_length=32, help_text="quota, allocation, api_key, membership, pool, tenant")
+    entity_id = models.CharField(max_length=64, blank=True, default="")
+    action = models.CharField(max_length=16, help_text="create, update, delete, revoke")
+    summary = models.CharField(max_length=300, blank=True, default="")
+    # {"field": [old, new], ...}; values as JSON (numbers, strings, lists, null).
+    changes = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["tenant", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_name or 'system'} {self.action} {self.entity}"

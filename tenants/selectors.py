@@ -3,13 +3,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 
-import redis
 from django.db.models import QuerySet
 
-from . import quotas
 from .access import access_list
 from .models import ApiKey, Tenant, UsageRecord
 
@@ -27,7 +24,7 @@ def tenant_list() -> QuerySet:
     return Tenant.objects.select_related("quota", "allocation").order_by("slug")
 
 
-def _percentile(values: list[float], q: float) -> float | None:
+def percentile(values: list[float], q: float) -> float | None:
     if not values:
         return None
     values = sorted(values)
@@ -58,20 +55,79 @@ def usage_daily(*, tenant: Tenant, start, end) -> list[dict]:
     return [
         {"date": day.isoformat(), "requests": d["requests"], "prompt_tokens": d["prompt_tokens"],
          "completion_tokens": d["completion_tokens"], "total_tokens": d["prompt_tokens"] + d["completion_tokens"],
-         "ttft_ms_p50": _percentile(d["ttft"], 0.5), "ttft_ms_p99": _percentile(d["ttft"], 0.99),
-         "duration_ms_p50": _percentile(d["dur"], 0.5), "duration_ms_p99": _percentile(d["dur"], 0.99)}
+         "ttft_ms_p50": percentile(d["ttft"], 0.5), "ttft_ms_p99": percentile(d["ttft"], 0.99),
+         "duration_ms_p50": percentile(d["dur"], 0.5), "duration_ms_p99": percentile(d["dur"], 0.99)}
         for day, d in sorted(days.items())
     ]
 
 
-def tenant_usage_vs_quota(client: redis.Redis, *, tenant: Tenant) -> dict:
-    """What the console shows per tenant: live counters from the quota limiter (Redis)
-    beside today's recorded usage (database) and the limits themselves."""
-    limits = quotas.QuotaLimits.from_quota(tenant.quota)
-    today = dt.datetime.now(dt.UTC).date()
-    recorded = usage_daily(tenant=tenant, start=today, end=today)
-    return {
-        "limits": dataclasses.asdict(limits),
-        "live": quotas.usage_snapshot(client, tenant_id=tenant.pk, limits=limits),
-        "today": recorded[0] if recorded else None,
-    }
+def _usage_rows(*, tenant_ids, start, end=None):
+    from .models import UsageRecord
+
+    rows = UsageRecord.objects.filter(created_at__gte=start)
+    if end is not None:
+        rows = rows.filter(created_at__lt=end)
+    if tenant_ids is not None:
+        rows = rows.filter(tenant_id__in=list(tenant_ids))
+    return rows
+
+
+def usage_window(*, tenant_ids=None, start) -> dict:
+    """Finished requests since `start` (all tenants, or `tenant_ids`): how many, output
+    tokens, TTFT p50/p99 in ms."""
+    rows = list(_usage_rows(tenant_ids=tenant_ids, start=start).values_list("completion_tokens", "ttft_ms"))
+    ttfts = [t for _, t in rows if t is not None]
+    return {"requests": len(rows), "completion_tokens": sum(c for c, _ in rows),
+            "ttft_ms_p50": percentile(ttfts, 0.5), "ttft_ms_p99": percentile(ttfts, 0.99)}
+
+
+def usage_series(*, tenant_ids=None, start, bucket_s: int, buckets: int) -> list[dict]:
+    """Finished requests in `buckets` consecutive buckets of `bucket_s` seconds from
+    `start` (aligned to the bucket size by the caller): per bucket the requests, output
+    tokens per second and TTFT p50/p99. Aggregated here, from UsageRecord, so a page
+    receives at most a few hundred points whatever the traffic."""
+    import datetime as dt
+
+    end = start + dt.timedelta(seconds=bucket_s * buckets)
+    t0 = start.timestamp()
+    acc = [{"requests": 0, "tokens": 0, "ttft": []} for _ in range(buckets)]
+    for created, completion, ttft in _usage_rows(tenant_ids=tenant_ids, start=start, end=end).values_list(
+            "created_at", "completion_tokens", "ttft_ms").iterator(chunk_size=5000):
+        i = int((created.timestamp() - t0) // bucket_s)
+        if 0 <= i < buckets:
+            b = acc[i]
+            b["requests"] += 1
+            b["tokens"] += completion
+            if ttft is not None:
+                b["ttft"].append(ttft)
+    return [{"t": t0 + i * bucket_s, "requests": b["requests"],
+             "tokens_per_s": round(b["tokens"] / bucket_s, 2),
+             "ttft_ms_p50": percentile(b["ttft"], 0.5), "ttft_ms_p99": percentile(b["ttft"], 0.99)}
+            for i, b in enumerate(acc)]
+
+
+def audit_list(*, tenant: Tenant | None = None, entity: str | None = None) -> QuerySet:
+    """The audit log, newest first: one tenant's records, or everything (operators)."""
+    from .models import AuditLog
+
+    rows = AuditLog.objects.select_related("tenant")
+    if tenant is not None:
+        rows = access_list(rows, tenant=tenant)
+    if entity:
+        rows = rows.filter(entity=entity)
+    return rows.order_by("-created_at", "-id")
+
+
+def pool_list() -> QuerySet:
+    from .models import ComputePool
+
+    return ComputePool.objects.prefetch_related(
+        "prefill_allocations__tenant", "decode_allocations__tenant").order_by("role", "slug")
+
+
+def pool_tenants(pool) -> list[Tenant]:
+    """The tenants allocated to a pool (as prefill or decode), by name."""
+    seen = {a.tenant_id: a.tenant for a in [*pool.prefill_allocations.all(), *pool.decode_allocations.all()]}
+    return sorted(seen.values(), key=lambda t: t.name.lower())
+
+

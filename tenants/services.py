@@ -8,11 +8,14 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass
 
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from . import keys
-from .models import Allocation, ApiKey, ComputePool, Quota, Tenant
+from . import audit, keys
+from .audit import SYSTEM, Actor
+from .models import Allocation, ApiKey, ComputePool, Membership, Quota, Tenant
 
 DEFAULT_POOL_SLUG = "shared"
 
@@ -61,7 +64,8 @@ def tenant_ensure_setup(*, tenant: Tenant) -> None:
 
 
 def api_key_create(
-    *, tenant: Tenant, kind: str, name: str = "", allowed_origins: list[str] | None = None
+    *, tenant: Tenant, kind: str, name: str = "", allowed_origins: list[str] | None = None,
+    actor: Actor = SYSTEM,
 ) -> IssuedKey:
     prefix = keys.SECRET_PREFIX if kind == ApiKey.Kind.SECRET else keys.WIDGET_PREFIX
     plaintext = keys.generate_key(prefix)
@@ -74,13 +78,20 @@ def api_key_create(
         public_key=plaintext if kind == ApiKey.Kind.WIDGET else "",
         allowed_origins=list(allowed_origins or []),
     )
+    audit.record(actor=actor, tenant=tenant, entity="api_key", entity_id=api_key.pk, action="create",
+                 changes={"kind": [None, kind], "name": [None, name], "prefix": [None, api_key.prefix],
+                          "allowed_origins": [None, api_key.allowed_origins]},
+                 summary=f"{kind} key {api_key.prefix}… created")
     return IssuedKey(api_key=api_key, plaintext=plaintext)
 
 
-def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
+def api_key_revoke(*, api_key: ApiKey, actor: Actor = SYSTEM) -> ApiKey:
     if api_key.revoked_at is None:
         api_key.revoked_at = timezone.now()
         api_key.save(update_fields=["revoked_at"])
+        audit.record(actor=actor, tenant=api_key.tenant, entity="api_key", entity_id=api_key.pk,
+                     action="revoke", changes={"revoked_at": [None, api_key.revoked_at.isoformat()]},
+                     summary=f"{api_key.kind} key {api_key.prefix}… revoked")
     return api_key
 
 
@@ -92,6 +103,7 @@ def tenant_create(
     system_prompt: str | None = None,
     allowed_origins: list[str] | None = None,
     quota: dict | None = None,
+    actor: Actor = SYSTEM,
 ) -> CreatedTenant:
     fields = {"slug": slug, "name": name}
     if system_prompt is not None:
@@ -99,21 +111,285 @@ def tenant_create(
     tenant = Tenant.objects.create(**fields)
     Quota.objects.create(tenant=tenant, **(quota or {}))
     tenant_ensure_setup(tenant=tenant)
-    secret = api_key_create(tenant=tenant, kind=ApiKey.Kind.SECRET, name="default")
+    audit.record(actor=actor, tenant=tenant, entity="tenant", entity_id=tenant.pk, action="create",
+                 changes={"slug": [None, slug], "name": [None, name]}, summary=f"tenant {slug} created")
+    secret = api_key_create(tenant=tenant, kind=ApiKey.Kind.SECRET, name="default", actor=actor)
     widget = api_key_create(
-        tenant=tenant, kind=ApiKey.Kind.WIDGET, name="widget", allowed_origins=allowed_origins
+        tenant=tenant, kind=ApiKey.Kind.WIDGET, name="widget", allowed_origins=allowed_origins,
+        actor=actor,
     )
     return CreatedTenant(tenant=tenant, secret_key=secret, widget_key=widget)
 
 
 @transaction.atomic
-def tenant_rotate_secret_key(*, tenant: Tenant) -> IssuedKey:
+def tenant_rotate_secret_key(*, tenant: Tenant, actor: Actor = SYSTEM) -> IssuedKey:
     """Revoke every live secret key of the tenant and issue a new one."""
     for api_key in ApiKey.objects.select_for_update().filter(
         tenant=tenant, kind=ApiKey.Kind.SECRET, revoked_at__isnull=True
     ):
-        api_key_revoke(api_key=api_key)
-    return api_key_create(tenant=tenant, kind=ApiKey.Kind.SECRET, name="rotated")
+        api_key_revoke(api_key=api_key, actor=actor)
+    return api_key_create(tenant=tenant, kind=ApiKey.Kind.SECRET, name="rotated", actor=actor)
+
+
+# --- what the console (and the admin, and commands) change, each change audited --------
+#
+# Each raises django.core.exceptions.ValidationError ({field: message}) for a value the
+# rules refuse, which forms show beside the field; nothing is saved then.
+
+QUOTA_FIELDS = ("requests_per_minute", "tokens_per_minute", "max_concurrent_streams",
+                "daily_token_budget", "max_prompt_tokens", "max_output_tokens")
+ALLOCATION_FIELDS = ("prefill_pool", "decode_pool", "priority", "max_decode_slots")
+POOL_FIELDS = ("slug", "role", "device", "dedicated", "max_batch", "description")
+PRIORITY_RANGE = (-100, 100)
+MAX_DECODE_SLOTS = 100_000
+
+
+def _full_clean(instance, *, exclude=()) -> None:
+    try:
+        instance.full_clean(exclude=list(exclude), validate_unique=False)
+    except ValidationError as exc:
+        raise ValidationError(exc.message_dict) from None
+
+
+@transaction.atomic
+def quota_update(*, tenant: Tenant, actor: Actor = SYSTEM, **values: int) -> Quota:
+    """Set some of the tenant's limits. The save counts a change (tenants.changes), so
+    the tenant's very next request is admitted against the new limits."""
+    unknown = set(values) - set(QUOTA_FIELDS)
+    if unknown:
+        raise TypeError(f"not quota fields: {sorted(unknown)}")
+    quota = Quota.objects.select_for_update().get(tenant=tenant)
+    before = audit.snapshot(quota, QUOTA_FIELDS)
+    for field, value in values.items():
+        setattr(quota, field, value)
+    _full_clean(quota, exclude=["tenant"])
+    quota.save()
+    audit.record_change(actor=actor, tenant=tenant, entity="quota", instance=quota, before=before,
+                        fields=QUOTA_FIELDS, summary=f"quota of {tenant.slug} changed")
+    return quota
+
+
+def allocation_check(*, prefill_pool: ComputePool, decode_pool: ComputePool, priority: int,
+                     max_decode_slots: int) -> None:
+    errors: dict[str, str] = {}
+    if prefill_pool.role not in (ComputePool.Role.PREFILL, ComputePool.Role.COLOCATED):
+        errors["prefill_pool"] = f"{prefill_pool} is a {prefill_pool.role} pool, not a prefill or colocated one."
+    if decode_pool.role not in (ComputePool.Role.DECODE, ComputePool.Role.COLOCATED):
+        errors["decode_pool"] = f"{decode_pool} is a {decode_pool.role} pool, not a decode or colocated one."
+    colocated = {p.role == ComputePool.Role.COLOCATED for p in (prefill_pool, decode_pool)}
+    if True in colocated and prefill_pool.pk != decode_pool.pk:
+        errors["decode_pool"] = "A colocated pool does prefill and decode: pick it for both."
+    lo, hi = PRIORITY_RANGE
+    if not lo <= priority <= hi:
+        errors["priority"] = f"Priority must be between {lo} and {hi}."
+    if not 1 <= max_decode_slots <= MAX_DECODE_SLOTS:
+        errors["max_decode_slots"] = f"Max decode slots must be between 1 and {MAX_DECODE_SLOTS}."
+    if errors:
+        raise ValidationError(errors)
+
+
+@transaction.atomic
+def allocation_update(
+    *, tenant: Tenant, prefill_pool: ComputePool, decode_pool: ComputePool, priority: int,
+    max_decode_slots: int, actor: Actor = SYSTEM,
+) -> Allocation:
+    """Route the tenant to other pools (a dedicated pool is just another pool here), or
+    change its priority and decode-slot cap; applies to the tenant's next request."""
+    allocation_check(prefill_pool=prefill_pool, decode_pool=decode_pool, priority=priority,
+                     max_decode_slots=max_decode_slots)
+    allocation = Allocation.objects.select_for_update().get(tenant=tenant)
+    before = audit.snapshot(allocation, ALLOCATION_FIELDS)
+    allocation.prefill_pool, allocation.decode_pool = prefill_pool, decode_pool
+    allocation.priority, allocation.max_decode_slots = priority, max_decode_slots
+    allocation.save()
+    audit.record_change(actor=actor, tenant=tenant, entity="allocation", instance=allocation,
+                        before=before, fields=ALLOCATION_FIELDS,
+                        summary=f"allocation of {tenant.slug} changed")
+    return allocation
+
+
+@transaction.atomic
+def pool_create(
+    *, slug: str, role: str, device: str = "cpu", dedicated: bool = False, max_batch: int = 64,
+    description: str = "", actor: Actor = SYSTEM,
+) -> ComputePool:
+    if ComputePool.objects.filter(slug=slug, role=role).exists():
+        raise ValidationError({"slug": f"There is already a {role} pool called {slug}."})
+    pool = ComputePool(slug=slug, role=role, device=device, dedicated=dedicated, max_batch=max_batch,
+                       description=description)
+    _full_clean(pool)
+    if pool.max_batch < 1:
+        raise ValidationError({"max_batch": "Max batch must be at least 1."})
+    pool.save()
+    audit.record(actor=actor, tenant=None, entity="pool", entity_id=pool.pk, action="create",
+                 changes={f: [None, v] for f, v in audit.snapshot(pool, POOL_FIELDS).items()},
+                 summary=f"pool {pool} created")
+    return pool
+
+
+@transaction.atomic
+def pool_update(
+    *, pool: ComputePool, device: str, dedicated: bool, max_batch: int, description: str = "",
+    actor: Actor = SYSTEM,
+) -> ComputePool:
+    """A pool's slug and role name its workers' queue (`<role>.<slug>`), so they stay as
+    created; the rest describes the pool and may change."""
+    pool = ComputePool.objects.select_for_update().get(pk=pool.pk)
+    before = audit.snapshot(pool, POOL_FIELDS)
+    pool.device, pool.dedicated, pool.max_batch, pool.description = device, dedicated, max_batch, description
+    _full_clean(pool)
+    if pool.max_batch < 1:
+        raise ValidationError({"max_batch": "Max batch must be at least 1."})
+    pool.save()
+    audit.record_change(actor=actor, tenant=None, entity="pool", instance=pool, before=before,
+                        fields=POOL_FIELDS, summary=f"pool {pool} changed")
+    return pool
+
+
+def origins_clean(origins: list[str]) -> list[str]:
+    """Normalise widget origins (`https://shop.example`, `http://localhost:8000`) and
+    refuse anything that is not a bare scheme://host[:port]."""
+    from urllib.parse import urlsplit
+
+    out: list[str] = []
+    for raw in origins:
+        origin = raw.strip().rstrip("/").lower()
+        if not origin:
+            continue
+        try:
+            parts = urlsplit(origin)
+            port_ok = parts.port is None or 0 < parts.port < 65536
+        except ValueError:
+            parts, port_ok = None, False
+        if (parts is None or not port_ok or parts.scheme not in ("http", "https") or not parts.hostname
+                or parts.path or parts.query or parts.fragment or "@" in parts.netloc):
+            raise ValidationError({"allowed_origins": f"{raw.strip()!r} is not an origin: write "
+                                                      "scheme://host[:port], e.g. https://shop.example"})
+        if origin not in out:
+            out.append(origin)
+    return out
+
+
+def api_key_set_origins(*, api_key: ApiKey, allowed_origins: list[str], actor: Actor = SYSTEM) -> ApiKey:
+    """The pages a widget key works from. Secret keys have no origins."""
+    if api_key.kind != ApiKey.Kind.WIDGET:
+        raise ValidationError({"allowed_origins": "Only widget keys have allowed origins."})
+    before = audit.snapshot(api_key, ("allowed_origins",))
+    api_key.allowed_origins = origins_clean(allowed_origins)
+    api_key.save(update_fields=["allowed_origins"])
+    audit.record_change(actor=actor, tenant=api_key.tenant, entity="api_key", instance=api_key,
+                        before=before, fields=("allowed_origins",),
+                        summary=f"origins of widget key {api_key.prefix}… changed")
+    return api_key
+
+
+def tenant_set_active(*, tenant: Tenant, active: bool, actor: Actor = SYSTEM) -> Tenant:
+    """A deactivated tenant's keys stop working at its next request; nothing is deleted."""
+    if tenant.is_active != active:
+        before = audit.snapshot(tenant, ("is_active",))
+        tenant.is_active = active
+        tenant.save(update_fields=["is_active"])
+        audit.record_change(actor=actor, tenant=tenant, entity="tenant", instance=tenant, before=before,
+                            fields=("is_active",),
+                            summary=f"tenant {tenant.slug} {'activated' if active else 'deactivated'}")
+    return tenant
+
+
+def tenant_set_assistant(*, tenant: Tenant, system_prompt: str, actor: Actor = SYSTEM) -> Tenant:
+    """The assistant's persona: the first message of every prompt from the next one on."""
+    before = audit.snapshot(tenant, ("system_prompt",))
+    tenant.system_prompt = system_prompt.strip()
+    _full_clean(tenant)
+    tenant.save(update_fields=["system_prompt"])
+    audit.record_change(actor=actor, tenant=tenant, entity="tenant", instance=tenant, before=before,
+                        fields=("system_prompt",), summary=f"system prompt of {tenant.slug} changed")
+    return tenant
+
+
+def _owners(tenant: Tenant):
+    return Membership.objects.filter(tenant=tenant, role=Membership.Role.OWNER)
+
+
+def _role_check(role: str) -> None:
+    if role not in Membership.Role.values:
+        raise ValidationError({"role": f"Role must be one of {', '.join(Membership.Role.values)}."})
+
+
+def user_find(*, identifier: str):
+    """A user by exact username, else by e-mail (case-insensitive; only when exactly one
+    user has it)."""
+    User = get_user_model()
+    identifier = (identifier or "").strip()
+    if not identifier:
+        return None
+    user = User.objects.filter(username=identifier).first()
+    if user is None and "@" in identifier:
+        matches = list(User.objects.filter(email__iexact=identifier)[:2])
+        user = matches[0] if len(matches) == 1 else None
+    return user
+
+
+@transaction.atomic
+def member_add(
+    *, tenant: Tenant, identifier: str, role: str, actor: Actor = SYSTEM,
+    create_user: bool = False, password: str | None = None,
+) -> Membership:
+    """Give a person (by username or e-mail) a role in the tenant. `create_user` (the
+    command line's) makes the user when missing, with `password` if given (an existing
+    user's password is never changed here)."""
+    _role_check(role)
+    user = user_find(identifier=identifier)
+    if user is None and create_user:
+        User = get_user_model()
+        if "@" in identifier or not identifier.strip():
+            raise ValidationError({"user": "Give a username to create a user."})
+        user = User(username=identifier.strip())
+        try:
+            user.full_clean(exclude=["password"])
+        except ValidationError as exc:
+            raise ValidationError({"user": "; ".join(m for ms in exc.message_dict.values() for m in ms)}) from None
+        if password:
+            user.set_password(password)
+        else:
+            user.set_unusable_password()
+        user.save()
+    if user is None:
+        raise ValidationError({"user": f"No user with the username or e-mail {identifier.strip()!r}."})
+    if Membership.objects.filter(tenant=tenant, user=user).exists():
+        raise ValidationError({"user": f"{user.get_username()} is already a member of {tenant.name}."})
+    membership = Membership.objects.create(tenant=tenant, user=user, role=role)
+    audit.record(actor=actor, tenant=tenant, entity="membership", entity_id=membership.pk, action="create",
+                 changes={"user": [None, user.get_username()], "role": [None, role]},
+                 summary=f"{user.get_username()} added to {tenant.slug} as {role}")
+    return membership
+
+
+@transaction.atomic
+def member_set_role(*, membership: Membership, role: str, actor: Actor = SYSTEM) -> Membership:
+    _role_check(role)
+    membership = Membership.objects.select_for_update().select_related("tenant", "user").get(pk=membership.pk)
+    if (membership.role == Membership.Role.OWNER and role != Membership.Role.OWNER
+            and _owners(membership.tenant).count() == 1):
+        raise ValidationError({"role": "A tenant keeps at least one owner: make someone else owner first."})
+    before = audit.snapshot(membership, ("user", "role"))
+    membership.role = role
+    membership.save(update_fields=["role"])
+    audit.record_change(actor=actor, tenant=membership.tenant, entity="membership", instance=membership,
+                        before=before, fields=("user", "role"),
+                        summary=f"role of {membership.user.get_username()} in {membership.tenant.slug} changed")
+    return membership
+
+
+@transaction.atomic
+def member_remove(*, membership: Membership, actor: Actor = SYSTEM) -> None:
+    membership = Membership.objects.select_for_update().select_related("tenant", "user").get(pk=membership.pk)
+    if membership.role == Membership.Role.OWNER and _owners(membership.tenant).count() == 1:
+        raise ValidationError({"role": "A tenant keeps at least one owner: make someone else owner first."})
+    audit.record(actor=actor, tenant=membership.tenant, entity="membership", entity_id=membership.pk,
+                 action="delete", changes={"user": [membership.user.get_username(), None],
+                                           "role": [membership.role, None]},
+                 summary=f"{membership.user.get_username()} removed from {membership.tenant.slug}")
+    membership.delete()
 
 
 # What serving a request reads with its key: the tenant, its quota, allocation and pools.

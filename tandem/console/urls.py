@@ -1,5 +1,59 @@
+"""The console's URLs, all under /console/ and namespaced "console". A tenant's pages
+live under t/<slug>/; every id in a path is resolved through tenants.membership (see
+views/base.py), which tests/console/test_idor.py checks for every pattern here."""
+
 from django.urls import path
 
-from . import views
+from .views import assistant, audit, auth, conversations, hardware, keys, members, overview, tenants
 
-urlpatterns = [path("console/", views.overview, name="console")]
+app_name = "console"
+
+T = "console/t/<slug:slug>/"
+
+urlpatterns = [
+    path("console/login/", auth.SignInView.as_view(), name="login"),
+    path("console/logout/", auth.SignOutView.as_view(), name="logout"),
+    path("console/password/", auth.PasswordChangeView.as_view(), name="password_change"),
+    path("console/password/done/", auth.PasswordChangeDoneView.as_view(), name="password_change_done"),
+
+    path("console/", overview.overview, name="overview"),
+    path("console/live/", overview.overview_live, name="overview_live"),
+    path("console/charts.json", overview.overview_charts, name="overview_charts"),
+
+    path("console/tenants/", tenants.tenant_list, name="tenants"),
+    path("console/tenants/rows/", tenants.tenant_list_rows, name="tenant_rows"),
+    path("console/tenants/new/", tenants.tenant_create, name="tenant_create"),
+
+    path("console/hardware/", hardware.hardware, name="hardware"),
+    path("console/hardware/live/", hardware.hardware_live, name="hardware_live"),
+    path("console/hardware/pools/new/", hardware.pool_create, name="pool_create"),
+    path("console/hardware/pools/<int:pool_id>/", hardware.pool_edit, name="pool_edit"),
+
+    path("console/audit/", audit.audit_all, name="audit"),
+
+    path(T, overview.tenant_overview, name="tenant"),
+    path(T + "live/", overview.tenant_overview_live, name="tenant_live"),
+    path(T + "charts.json", overview.tenant_charts, name="tenant_charts"),
+    path(T + "active/", tenants.tenant_set_active, name="tenant_set_active"),
+    path(T + "quotas/", tenants.quotas, name="quotas"),
+    path(T + "allocation/", tenants.allocation, name="allocation"),
+    path(T + "keys/", keys.keys, name="keys"),
+    path(T + "keys/new/", keys.key_create, name="key_create"),
+    path(T + "keys/<int:key_id>/revoke/", keys.key_revoke, name="key_revoke"),
+    path(T + "keys/<int:key_id>/origins/", keys.key_origins, name="key_origins"),
+    path(T + "assistant/", assistant.assistant, name="assistant"),
+    path(T + "conversations/", conversations.conversations, name="conversations"),
+    path(T + "conversations/export.csv", conversations.conversations_export, {"fmt": "csv"},
+         name="conversations_csv"),
+    path(T + "conversations/export.json", conversations.conversations_export, {"fmt": "json"},
+         name="conversations_json"),
+    path(T + "conversations/<uuid:conversation_id>/", conversations.conversation_detail, name="conversation"),
+    path(T + "conversations/<uuid:conversation_id>/export.csv", conversations.conversation_export,
+         {"fmt": "csv"}, name="conversation_csv"),
+    path(T + "conversations/<uuid:conversation_id>/export.json", conversations.conversation_export,
+         {"fmt": "json"}, name="conversation_json"),
+    path(T + "members/", members.members, name="members"),
+    path(T + "members/<int:membership_id>/role/", members.member_role, name="member_role"),
+    path(T + "members/<int:membership_id>/remove/", members.member_remove, name="member_remove"),
+    path(T + "audit/", audit.tenant_audit, name="tenant_audit"),
+]

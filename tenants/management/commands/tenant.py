@@ -1,17 +1,24 @@
-"""`manage.py tenant create|list|rotate-key`: the operator's command line for tenants."""
+"""`manage.py tenant create|list|rotate-key|add-member`: the operator's command line for
+tenants, through the same services (and audit log) as the console."""
 
 from __future__ import annotations
 
 import json
+import sys
 
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import IntegrityError
 
 from tenants import selectors, services
+from tenants.audit import Actor
+from tenants.models import Membership
 
 
 class Command(BaseCommand):
-    help = "Create and list tenants, rotate their secret keys."
+    help = "Create and list tenants, rotate their secret keys, add members."
+    stealth_options = ("stdin",)  # call_command(..., stdin=...) in tests
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True)
@@ -29,9 +36,17 @@ class Command(BaseCommand):
         rotate = sub.add_parser("rotate-key", help="Revoke the secret keys and issue a new one.")
         rotate.add_argument("slug")
         rotate.add_argument("--json", action="store_true")
+        member = sub.add_parser("add-member", help="Give a user a role in a tenant (the user is created when missing).")
+        member.add_argument("slug")
+        member.add_argument("username")
+        member.add_argument("--role", required=True, choices=Membership.Role.values)
+        member.add_argument("--email", default="", help="for a user created here")
+        member.add_argument("--password-stdin", action="store_true",
+                            help="read the new user's password from standard input (first line)")
 
     def handle(self, *args, action, **opts):
-        return {"create": self._create, "list": self._list, "rotate-key": self._rotate}[action](opts)
+        return {"create": self._create, "list": self._list, "rotate-key": self._rotate,
+                "add-member": self._add_member}[action](opts)
 
     def _create(self, opts):
         quota = {
@@ -50,7 +65,7 @@ class Command(BaseCommand):
         try:
             created = services.tenant_create(
                 slug=opts["slug"], name=opts["name"], system_prompt=opts.get("system_prompt"),
-                allowed_origins=opts["origin"], quota=quota,
+                allowed_origins=opts["origin"], quota=quota, actor=Actor.command(),
             )
         except IntegrityError as exc:
             raise CommandError(f"tenant {opts['slug']!r} already exists") from exc
@@ -86,8 +101,36 @@ class Command(BaseCommand):
         tenant = selectors.tenant_get(slug=opts["slug"])
         if tenant is None:
             raise CommandError(f"no tenant {opts['slug']!r}")
-        issued = services.tenant_rotate_secret_key(tenant=tenant)
+        issued = services.tenant_rotate_secret_key(tenant=tenant, actor=Actor.command())
         if opts["json"]:
             self.stdout.write(json.dumps({"slug": tenant.slug, "secret_key": issued.plaintext}))
         else:
             self.stdout.write(f"New secret key for {tenant.slug} (shown once): {issued.plaintext}")
+
+    def _add_member(self, opts):
+        tenant = selectors.tenant_get(slug=opts["slug"])
+        if tenant is None:
+            raise CommandError(f"no tenant {opts['slug']!r}")
+        password = None
+        if opts["password_stdin"]:
+            password = (opts.get("stdin") or sys.stdin).readline().rstrip("\r\n")
+            if not password:
+                raise CommandError("--password-stdin: no password on standard input")
+        existed = services.user_find(identifier=opts["username"]) is not None
+        if password and not existed:
+            try:
+                validate_password(password)
+            except ValidationError as exc:
+                raise CommandError("password: " + " ".join(exc.messages)) from None
+        try:
+            m = services.member_add(tenant=tenant, identifier=opts["username"], role=opts["role"],
+                                    actor=Actor.command(), create_user=True, password=password)
+        except ValidationError as exc:
+            raise CommandError(" ".join(exc.messages)) from None
+        if not existed and opts["email"]:
+            m.user.email = opts["email"]
+            m.user.save(update_fields=["email"])
+        note = "" if existed else " (user created" + ("" if password else ", no password: set one to sign in") + ")"
+        if existed and password:
+            note = " (existing user: password left unchanged)"
+        self.stdout.write(f"{m.user.get_username()} is {m.role} of {tenant.slug}{note}.")
