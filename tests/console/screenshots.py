@@ -3,9 +3,10 @@ with a few tenants in different states (one near its requests limit, one with ev
 stream slot taken, one inactive), a week of usage, real replies from the real model,
 and a dedicated GPU pool whose workers are full.
 
-Skipped unless TANDEM_CONSOLE_SCREENSHOTS names the folder to write to:
+A tool, not a test: `make test` does not collect it (its name is not test_*.py). Run it
+by name; TANDEM_CONSOLE_SCREENSHOTS names the folder (default docs/console):
 
-    TANDEM_CONSOLE_SCREENSHOTS=docs/console .venv/bin/python -m pytest tests/console/test_screenshots.py
+    .venv/bin/python -m pytest tests/console/screenshots.py
 
 The GPU pool's workers are heartbeats written by this test (this machine has no GPU);
 everything else is the platform's own state, counted by its own limiter."""
@@ -29,10 +30,8 @@ from tenants.models import ApiKey, ComputePool, Membership, UsageRecord
 from tests.console.conftest import PASSWORD, user
 from tests.console.test_browser import browser, orm_beside_playwright, sign_in  # noqa: F401 (fixtures)
 
-OUT = os.environ.get("TANDEM_CONSOLE_SCREENSHOTS")
-pytestmark = [pytest.mark.django_db(transaction=True),
-              pytest.mark.skipif(not OUT, reason="set TANDEM_CONSOLE_SCREENSHOTS=<folder> to take them"),
-              pytest.mark.timeout(600)]
+OUT = os.environ.get("TANDEM_CONSOLE_SCREENSHOTS", "docs/console")
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 
 
 @contextmanager
