@@ -14,7 +14,9 @@ from . import widget
 
 @require_GET
 def widget_config(request):
-    answer = widget.widget_config_answer(key=request.GET.get("key", ""), origin=request.headers.get("Origin"))
+    origin = widget.page_origin(origin=request.headers.get("Origin"), fetch_site=request.headers.get("Sec-Fetch-Site"),
+                                own_origin=request.build_absolute_uri("/").rstrip("/"))
+    answer = widget.widget_config_answer(key=request.GET.get("key", ""), origin=origin)
     response = JsonResponse(answer.body, status=answer.status)
     for name, value in answer.headers.items():
         response[name] = value

@@ -59,6 +59,15 @@ def _error(code: str, message: str) -> dict:
     return {"error": {"code": code, "message": message}}
 
 
+def page_origin(*, origin: str | None, fetch_site: str | None, own_origin: str) -> str | None:
+    """The origin of the page asking. Browsers send `Origin` with cross-origin requests
+    but not with a same-origin GET (a page on Tandem's own host, like the demo page);
+    that one says `Sec-Fetch-Site: same-origin`, a header no page script can set."""
+    if origin:
+        return origin
+    return own_origin if fetch_site == "same-origin" else None
+
+
 def widget_config_answer(*, key: str, origin: str | None) -> WidgetConfigAnswer:
     """The whole answer to a page asking for its widget's configuration."""
     cors = {"Access-Control-Allow-Origin": origin} if origin else {}

@@ -181,6 +181,8 @@ export class View {
       body.append(renderMarkdown(m.text, { streaming }));
       el.replaceChildren(body);
     }
+    // A reply with no text yet is the typing indicator's, not an empty bubble.
+    el.hidden = m.role === "assistant" && !m.text && !["done", "failed", "cancelled"].includes(m.status);
     el.classList.toggle("failed", m.status === "failed");
     if (m.status === "failed" || m.status === "cancelled") {
       el.append(h("span", { class: "note", text: this.t(m.status === "failed" ? "replyFailed" : "stopped") }));
