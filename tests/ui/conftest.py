@@ -9,6 +9,7 @@ import html
 import json
 import os
 import shutil
+import socket
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -120,9 +121,10 @@ window.__events = [];
 
 
 def embed_page(platform, key: str, *, title: str = "A shop", head: str = "", body: str = "",
-               settings: dict | None = None) -> str:
-    """A host page that embeds the widget with the snippet exactly as documented."""
-    src = f"{platform.base_url}/static/tandem/widget.js"
+               settings: dict | None = None, base: str | None = None) -> str:
+    """A host page that embeds the widget with the snippet exactly as documented (from
+    Tandem at `base`, by default the platform itself)."""
+    src = f"{base or platform.base_url}/static/tandem/widget.js"
     config = f"window.TandemSettings = {json.dumps(settings)};" if settings is not None else ""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
@@ -149,3 +151,84 @@ def wait_for_event(page, name: str, count: int = 1, timeout: float = 120_000, **
              Object.entries(match).every(([k, v]) => e.data && e.data[k] === v)).length >= count""",
         arg=[name, count, match], timeout=timeout)
     return [d for d in events(page, name) if all(d and d.get(k) == v for k, v in match.items())]
+
+
+def wait_for_reply_text(page, chars: int = 12, timeout: float = 120_000):
+    """Wait until the reply being written (the bubble after the greeting) shows `chars`."""
+    page.wait_for_function("""chars => { const bubbles = document.querySelector("tandem-chat").shadowRoot
+        .querySelectorAll(".msg.assistant");
+      return bubbles.length > 1 && bubbles[bubbles.length - 1].textContent.length > chars; }""",
+                           arg=chars, timeout=timeout)
+
+
+class CuttableProxy:
+    """A TCP proxy in front of the platform whose connections can be cut, and new ones
+    refused, until it is restored: a network that goes away and comes back."""
+
+    def __init__(self, target_port: int):
+        self.target = ("127.0.0.1", target_port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.up = threading.Event()
+        self.up.set()
+        self.open: set[socket.socket] = set()
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if not self.up.is_set():
+                client.close()
+                continue
+            upstream = socket.create_connection(self.target)
+            with self.lock:
+                self.open.update((client, upstream))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, src: socket.socket, dst: socket.socket):
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                self._close(s)
+
+    def _close(self, s: socket.socket):
+        with self.lock:
+            self.open.discard(s)
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        s.close()
+
+    def cut(self):
+        self.up.clear()
+        with self.lock:
+            current = list(self.open)
+        for s in current:
+            self._close(s)
+
+    def restore(self):
+        self.up.set()
+
+    def close(self):
+        self.cut()
+        self.listener.close()
+
+
+@pytest.fixture
+def cuttable(platform):
+    proxy = CuttableProxy(int(platform.base_url.rsplit(":", 1)[1]))
+    yield proxy
+    proxy.close()

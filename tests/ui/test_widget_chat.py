@@ -7,7 +7,7 @@ import pytest
 
 from tandem.chat.models import Conversation, Message
 from tests.factories import make_tenant
-from tests.ui.conftest import embed_page, wait_for_event
+from tests.ui.conftest import embed_page, wait_for_event, wait_for_reply_text
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -90,8 +90,7 @@ def test_a_reload_mid_reply_brings_the_transcript_back_and_the_reply_finishes_wi
     question = "Write a long story about a lighthouse keeper and her cat."
     page.get_by_role("textbox", name="Message").fill(question)
     page.keyboard.press("Enter")
-    page.wait_for_function("""() => { const b = [...document.querySelector("tandem-chat").shadowRoot
-        .querySelectorAll(".msg.assistant")].pop(); return b && b.textContent.length > 12; }""", timeout=120_000)
+    wait_for_reply_text(page)
     sent = _frames_sent(page)
     page.reload()
 

@@ -175,7 +175,8 @@ export class App {
     const url = new URL(`${this.base}/ws/chat/`, location.href);
     url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
     url.searchParams.set("key", this.key);
-    url.searchParams.set("visitor", this.store.visitor);
+    this.socketVisitor = this.store.visitor;
+    url.searchParams.set("visitor", this.socketVisitor);
     if (this.user) {
       url.searchParams.set("user", this.user.id);
       if (this.user.hash) url.searchParams.set("user_hash", this.user.hash);
@@ -204,6 +205,7 @@ export class App {
     const local = { id: `local:${++localIds}`, role: "user", text, status: "done", local: true, index: -1 };
     this.add(local);
     this.view.addMessage(local);
+    this.view.scrollToEnd();
     this.sent = { text, local, transmitted: false };
     if (this.alertKind === "error") this.setAlert(null);
     this.transmit();
@@ -255,6 +257,7 @@ export class App {
     this.view.clearLog();
     this.view.addMessage({ role: "assistant", text: this.greeting, status: "done" });
     for (const m of this.messages) this.view.addMessage(m);
+    this.view.scrollToEnd();
   }
 
   requestHistory() {
@@ -328,6 +331,7 @@ export class App {
       this.view.input.value = text;
       this.view.fitInput();
     }
+    return text;
   }
 
   // The socket ---------------------------------------------------------------------------
@@ -335,8 +339,10 @@ export class App {
   onOpen() {
     if (this.alertKind === "offline") this.setAlert(null);
     this.byId.forEach((m) => { m.resumeSent = false; });
-    if (this.sent && this.sent.transmitted) this.unsend(); // lost with the old socket, or stored:
-    this.requestHistory(); //                                  the transcript says which
+    // A message sent on the old socket and not acknowledged was lost, or stored: its text
+    // goes back into the box, and the transcript says which (onHistory).
+    if (this.sent && this.sent.transmitted) this.lost = this.unsend();
+    this.requestHistory();
     if (this.sent) this.transmit();
     this.updateControls();
   }
@@ -349,6 +355,7 @@ export class App {
   onStorage(e) {
     if (!this.store.isStateKey(e.key)) return;
     // Another tab of the site sent a message or started over: show what it shows.
+    if (!this.conn.stopped && this.store.visitor !== this.socketVisitor) this.conn.restart(); // it reset()
     const id = this.store.conversation(this.owner);
     if (id !== this.conversationId) this.switchConversation(id);
     else if (id && this.conn.isOpen) this.requestHistory();
@@ -384,6 +391,12 @@ export class App {
       }
       next.push(m);
     }
+    const users = f.messages.filter((s) => s.role === "user");
+    if (this.lost && users.length && users[users.length - 1].text === this.lost
+        && this.view.input.value === this.lost) {
+      this.view.input.value = ""; // it was stored after all
+    }
+    this.lost = null;
     const unsent = this.messages.filter((m) => m.local && !m.stored);
     this.messages = [];
     this.byId.clear();

@@ -112,6 +112,15 @@ export class View {
         on.close();
       }
     });
+    // The menu closes when focus or a click goes elsewhere.
+    this.menu.addEventListener("focusout", (e) => {
+      if (!this.menu.contains(e.relatedTarget) && e.relatedTarget !== this.menuButton) this.toggleMenu(false);
+    });
+    this.panel.addEventListener("pointerdown", (e) => {
+      if (!this.menu.hidden && !this.menu.contains(e.target) && !this.menuButton.contains(e.target)) {
+        this.toggleMenu(false);
+      }
+    });
     this.menu.addEventListener("keydown", (e) => {
       if (e.key === "ArrowDown" || e.key === "ArrowUp" || e.key === "Home" || e.key === "End") {
         e.preventDefault();
@@ -144,7 +153,8 @@ export class View {
     this.panel.hidden = !open;
     this.launcher.hidden = open;
     this.launcher.setAttribute("aria-expanded", String(open));
-    if (!open) this.toggleMenu(false);
+    if (open) this.scrollToEnd();
+    else this.toggleMenu(false);
   }
 
   toggleMenu(open = this.menu.hidden) {
@@ -160,6 +170,8 @@ export class View {
   }
 
   clearLog() { this.log.replaceChildren(); }
+
+  scrollToEnd() { this.log.scrollTop = this.log.scrollHeight; }
 
   /** A bubble for `m` ({role, text, status}), at the end of the log or before `before`. */
   addMessage(m, before = null) {
