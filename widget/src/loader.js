@@ -36,7 +36,11 @@
   Object.defineProperty(api, "_boot", { value: { key: key, base: base, config: config }, configurable: true });
 
   var app = d.createElement("script");
-  app.src = new URL(__TANDEM_APP__, me.src).href;
+  var url = new URL(__TANDEM_APP__, me.src).href;
+  try { // pages that enforce Trusted Types: allow the policy "tandem-widget" (docs/widget.md)
+    if (w.trustedTypes) url = w.trustedTypes.createPolicy("tandem-widget", { createScriptURL: function (u) { return u; } }).createScriptURL(url);
+  } catch (e) { /* no such policy allowed: a plain URL, as everywhere else */ }
+  app.src = url;
   app.async = true;
   if (me.nonce) app.nonce = me.nonce; // pages whose CSP allows scripts by nonce
   (d.head || d.documentElement).appendChild(app);

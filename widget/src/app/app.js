@@ -433,9 +433,12 @@ export class App {
   }
 
   onStatus(f) {
-    if (this.active && f.message === this.active.id && !this.active.text) {
-      this.view.setStatus(f.state === "queued" ? "queued" : "typing");
-    }
+    const m = this.active;
+    if (!m || f.message !== m.id || m.text) return;
+    // "queued": no worker serves the tenant's pool. A later "prefilling" only says the
+    // request moved on to that pool's queue, so it still waits until a token comes.
+    m.queued = m.queued || f.state === "queued";
+    this.view.setStatus(m.queued ? "queued" : "typing");
   }
 
   onToken(f) {
