@@ -143,6 +143,36 @@ def test_html_in_a_reply_renders_inert_and_markdown_renders(platform, context, h
     assert page.evaluate("window.__pwned") is None
 
 
+def test_a_reply_still_being_written_renders_its_half_written_markdown_sensibly(platform, context, host_site):
+    import json
+
+    from playwright.sync_api import expect
+
+    tenant = make_tenant(origins=[host_site.origin])
+    conv = Conversation.objects.create(tenant=tenant.tenant, channel="widget", visitor_id="visitor-y")
+    key = tenant.widget_key.plaintext
+    seed_storage(context, key, "visitor-y", conv)
+    # Replies cut off mid-stream, as the page had them when it went away (docs/widget.md):
+    # an open bold run, an open code span, an open code fence with HTML in it.
+    partials = ["First **restart** it, then **run", "Type `pip ins",
+                "```sh\nsudo systemctl <img src=x onerror=window.__pwned=1"]
+    for text in partials:
+        Message.objects.create(conversation=conv, role="user", content="How?")
+        writing = Message.objects.create(conversation=conv, role="assistant", status="decoding")
+        context.add_init_script(f"localStorage.setItem({json.dumps(f'tandem:{key[:16]}:p:{writing.pk}')}, "
+                                f"{json.dumps(json.dumps({'i': 9, 't': text}))})")
+    page = context.new_page()
+    page.goto(host_site.page("/half-written", embed_page(platform, key)))
+    page.get_by_role("button", name="Open chat").click()
+    bubbles = page.locator("tandem-chat .msg.assistant .md")
+    expect(bubbles).to_have_count(4)  # the greeting, then the three
+    expect(bubbles.nth(1).locator("strong")).to_have_text(["restart", "run"])  # closed at the end
+    expect(bubbles.nth(2).locator("code")).to_have_text("pip ins")
+    expect(bubbles.nth(3).locator("pre code")).to_have_text("sudo systemctl <img src=x onerror=window.__pwned=1\n")
+    assert page.locator("tandem-chat img").count() == 0 and page.evaluate("window.__pwned") is None
+    expect(page.get_by_role("button", name="Stop")).to_be_visible()  # they are still being written
+
+
 def test_identity_verification_refuses_a_wrong_hash_and_ties_the_conversation_to_a_verified_user(
         platform, context, host_site):
     from playwright.sync_api import expect

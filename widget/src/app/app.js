@@ -476,7 +476,11 @@ export class App {
   onError(f) {
     const m = this.byId.get(f.message);
     if (m) { // about one reply
-      if (f.code === "stream_failed") { m.resumeSent = false; this.resume(m); return; }
+      if (f.code === "stream_failed" && (m.retries = (m.retries || 0) + 1) <= 3) {
+        m.resumeSent = false; // following it failed on the server: ask again, a few times
+        this.resume(m);
+        return;
+      }
       if (f.code === "stream_expired") { this.requestHistory(); return; }
       m.status = "failed";
       this.finish(m);

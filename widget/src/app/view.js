@@ -47,6 +47,7 @@ function styleSheet(root) {
 }
 
 let uid = 0;
+const writing = (m) => m.role === "assistant" && !["done", "failed", "cancelled"].includes(m.status);
 
 export class View {
   /** @param {{t: Function, on: Object}} opts: the translator and the UI's event handlers */
@@ -178,7 +179,7 @@ export class View {
     const el = h("div", { class: `msg ${m.role}` });
     m.el = el;
     this.log.insertBefore(el, before);
-    this.renderMessage(m);
+    this.renderMessage(m, { streaming: writing(m) });
     return el;
   }
 
@@ -186,7 +187,7 @@ export class View {
     const el = m.el;
     if (!el) return;
     const atBottom = this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 40;
-    if (m.role === "user" || m.plain) {
+    if (m.role === "user") {
       el.textContent = m.text;
     } else {
       const body = h("div", { class: "md" });
@@ -194,7 +195,7 @@ export class View {
       el.replaceChildren(body);
     }
     // A reply with no text yet is the typing indicator's, not an empty bubble.
-    el.hidden = m.role === "assistant" && !m.text && !["done", "failed", "cancelled"].includes(m.status);
+    el.hidden = !m.text && writing(m);
     el.classList.toggle("failed", m.status === "failed");
     if (m.status === "failed" || m.status === "cancelled") {
       el.append(h("span", { class: "note", text: this.t(m.status === "failed" ? "replyFailed" : "stopped") }));
