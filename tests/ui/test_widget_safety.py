@@ -36,6 +36,7 @@ div { display: none !important; }
 html, body { font-size: 60px !important; line-height: 3 !important; }
 p, span, button, textarea { font-size: 72px !important; color: #f0f !important; }
 body { font-family: "Comic Sans MS", cursive; }
+body > * { transform: scale(1.5) !important; text-transform: uppercase !important; opacity: .5 !important; }
 </style>"""
 HOST_BODY = """<div id="promo">Sale!</div><p id="intro">Our products.</p><button id="buy">Buy</button>
 <span id="note">Note</span>"""
@@ -59,19 +60,23 @@ def test_hostile_host_css_leaves_a_working_widget_and_the_widget_leaves_the_host
     page = context.new_page()
     page.goto(host_site.page("/hostile", embed_page(platform, tenant.widget_key.plaintext,
                                                     head=HOSTILE_CSS, body=HOST_BODY)))
+    page.emulate_media(reduced_motion="reduce")  # measure the panel where it ends, not as it slides in
     launcher = page.get_by_role("button", name="Open chat")
     expect(launcher).to_be_visible()
     box = launcher.bounding_box()
-    assert (round(box["width"]), round(box["height"])) == (56, 56)
+    assert {k: round(v) for k, v in box.items()} == {"x": 1280 - 20 - 56, "y": 800 - 20 - 56, "width": 56, "height": 56}
     launcher.click()
     panel = page.get_by_role("dialog")
     expect(panel).to_be_visible()
     p = panel.bounding_box()
-    assert (round(p["width"]), round(p["height"])) == (380, 600)
+    assert {k: round(v) for k, v in p.items()} == {"x": 1280 - 20 - 380, "y": 800 - 20 - 600, "width": 380, "height": 600}
+    host = page.locator("tandem-chat")
+    assert host.evaluate("el => [getComputedStyle(el).transform, getComputedStyle(el).opacity]") == ["none", "1"]
     textbox = page.get_by_role("textbox", name="Message")
     assert textbox.evaluate("el => getComputedStyle(el).fontSize") == "14px"
     assert page.locator("tandem-chat .msg.assistant").first.evaluate(
-        "el => [getComputedStyle(el).display, getComputedStyle(el).fontSize]") == ["block", "14px"]
+        "el => [getComputedStyle(el).display, getComputedStyle(el).fontSize, getComputedStyle(el).textTransform]"
+    ) == ["block", "14px", "none"]
     textbox.fill("Hello there")
     page.get_by_role("button", name="Send").click()
     reply = wait_for_event(page, "message", role="assistant")[0]
