@@ -37,14 +37,15 @@ def test_screenshots_of_the_widget_open_and_closed_on_desktop_and_mobile(platfor
         expect(launcher).to_be_visible()
         page.screenshot(path=OUT / f"{name}-closed.png")
         launcher.click()
-        if name == "desktop":
-            page.get_by_role("textbox", name="Message").fill("How do I return a jacket that doesn't fit?")
-            page.keyboard.press("Enter")
-            stop = page.get_by_role("button", name="Stop")
-            expect(stop).to_be_visible()
-            expect(stop).to_be_hidden(timeout=120_000)
-            expect(page.locator("tandem-chat .msg.assistant")).to_have_count(2)
-        else:
-            expect(page.get_by_role("dialog")).to_be_visible()
+        question = {"desktop": "How do I return a jacket that doesn't fit?", "mobile": "Do you ship to Iceland?"}[name]
+        page.get_by_role("textbox", name="Message").fill(question)
+        page.keyboard.press("Enter")
+        stop = page.get_by_role("button", name="Stop")
+        expect(stop).to_be_visible()
+        expect(stop).to_be_hidden(timeout=120_000)
+        expect(page.locator("tandem-chat .msg.assistant")).to_have_count(2)
+        if name == "mobile":
+            box = page.get_by_role("dialog").bounding_box()
+            assert (round(box["width"]), round(box["height"])) == (375, 740)  # full screen
         page.screenshot(path=OUT / f"{name}-open.png")
         ctx.close()
