@@ -1,7 +1,7 @@
 """Browser tests: Debian's Chromium driven by Playwright, against the running platform
-(daphne + workers on the real model), one browser per test session. Pages that embed
-the widget are served by a host site of their own on another port: another origin, as
-a company's site is."""
+(daphne + workers on the real model, shared by the whole session). Pages that embed the
+widget are served by a host site of their own on another port: another origin, as a
+company's site is."""
 
 from __future__ import annotations
 
@@ -21,11 +21,13 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def orm_beside_playwright():
     # Playwright's sync API keeps an event loop running in this thread while the browser
     # is open, which makes Django refuse ORM calls (the tests' and the database
-    # fixtures') as "async"; they are plain synchronous code.
+    # fixtures') as "async"; they are plain synchronous code. Per module, not per
+    # session: the variable must not reach later tests' subprocesses (`check --deploy`
+    # refuses it), and a browser starts in about a second.
     before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     yield
@@ -35,7 +37,7 @@ def orm_beside_playwright():
         os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(orm_beside_playwright):
     from playwright.sync_api import sync_playwright
 
