@@ -69,7 +69,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         # Who this socket speaks for, checked now and again for every message (a wrong
         # identity hash is refused before anything is stored: tandem.chat.visitors).
-        arg = lambda name: (query.get(name) or [""])[0]  # noqa: E731
+        def arg(name: str) -> str:
+            return (query.get(name) or [""])[0]
+
         try:
             self.visitor = visitor_establish(
                 tenant=api_key.tenant, visitor_id=arg("visitor"), user_id=arg("user"),
