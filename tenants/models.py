@@ -5,7 +5,10 @@ allocations and usage. Rules live in `services.py`; reads scoped to a tenant in
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import models
+
+COLOR = RegexValidator(r"^#[0-9a-fA-F]{6}$", "A colour as #rrggbb.")
 
 
 class Tenant(models.Model):
@@ -18,6 +21,36 @@ class Tenant(models.Model):
     )
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    # The browser widget's look and words (GET /widget/config serves them; docs/widget.md).
+    class WidgetPosition(models.TextChoices):
+        RIGHT = "right", "bottom right"
+        LEFT = "left", "bottom left"
+
+    class WidgetLocale(models.TextChoices):
+        AUTO = "", "the visitor's browser"
+        EN = "en", "English"
+        FR = "fr", "French"
+
+    widget_title = models.CharField(max_length=80, blank=True, default="",
+                                    help_text="The panel's header; the tenant's name when blank.")
+    widget_color = models.CharField(max_length=7, default="#2f5bd3", validators=[COLOR],
+                                    help_text="Header, launcher and the visitor's messages, as #rrggbb; "
+                                              "the text on it is black or white, whichever contrasts more.")
+    widget_greeting = models.CharField(max_length=500, blank=True, default="",
+                                       help_text="The first message a visitor sees; a default greeting when blank.")
+    widget_placeholder = models.CharField(max_length=100, blank=True, default="",
+                                          help_text="The message box's placeholder; a default when blank.")
+    widget_position = models.CharField(max_length=8, choices=WidgetPosition.choices, default=WidgetPosition.RIGHT)
+    widget_locale = models.CharField(max_length=8, choices=WidgetLocale.choices, blank=True, default="",
+                                     help_text="The widget's own strings; a page may override it.")
+    identity_verification = models.BooleanField(
+        default=False,
+        help_text="Visitors who say who they are (Tandem.identify) must prove it: hash = "
+                  "HMAC-SHA256(identity secret, user id), checked on connect and for every message.")
+    # Shared with the tenant's own servers, which compute the hash: stored as it is (an
+    # HMAC needs the key itself), shown in the admin, never sent to a browser.
+    identity_secret = models.CharField(max_length=64, blank=True, default="", editable=False)
 
     class Meta:
         ordering = ["slug"]

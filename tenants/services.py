@@ -438,6 +438,25 @@ def _check_usable(api_key: ApiKey, *, kind: str | None) -> None:
         raise AuthenticationFailed(f"A {kind} key is required here.", code="wrong_key_kind")
 
 
+def tenant_identity_secret_rotate(*, tenant: Tenant) -> str:
+    """A new identity secret: every visitor hash made with the old one stops working at
+    the next connect or message. Returns the secret (the tenant's servers need it)."""
+    tenant.identity_secret = keys.generate_identity_secret()
+    tenant.save(update_fields=["identity_secret"])
+    return tenant.identity_secret
+
+
+def tenant_identity_secret_ensure(*, tenant: Tenant) -> None:
+    """Identity verification needs a secret: make one when it is on and there is none."""
+    if tenant.identity_verification and not tenant.identity_secret:
+        tenant_identity_secret_rotate(tenant=tenant)
+
+
+def identity_verified(*, tenant: Tenant, user_id: str, user_hash: str) -> bool:
+    """The visitor's hash is HMAC-SHA256(tenant's identity secret, user id) (constant time)."""
+    return keys.identity_hash_matches(tenant.identity_secret, user_id, user_hash)
+
+
 def origin_allowed(*, api_key: ApiKey, origin: str | None) -> bool:
     """A widget key only works from the origins its tenant listed."""
     if not origin:

@@ -11,6 +11,7 @@ class MessageInline(admin.TabularInline):
 
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
-    list_display = ("id", "tenant", "channel", "status", "updated_at")
-    list_filter = ("tenant", "channel")
+    list_display = ("id", "tenant", "channel", "status", "user_id", "user_verified", "updated_at")
+    list_filter = ("tenant", "channel", "user_verified")
+    search_fields = ("visitor_id", "user_id", "user_email")
     inlines = [MessageInline]

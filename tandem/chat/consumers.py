@@ -1,4 +1,5 @@
-"""The chat websocket, `/ws/chat/?key=<widget key>`. Protocol: docs/protocol.md.
+"""The chat websocket, `/ws/chat/?key=<widget key>[&visitor=…][&user=…&user_hash=…]`.
+Protocol: docs/protocol.md.
 
 Thin: it authenticates, parses frames and calls chat services; replies are read from the
 request's Redis Stream (through `ReplyFollower`, as the REST views read them) and
@@ -29,9 +30,10 @@ from tenants.services import (
     origin_allowed,
 )
 
-from . import services
+from . import selectors, services
 from .models import Conversation
 from .replies import EXPIRED, ReplyFollower
+from .visitors import IdentityRefused, visitor_establish, visitor_recheck
 
 log = logging.getLogger(__name__)
 MAX_FRAME_BYTES = 64 * 1024
@@ -65,9 +67,21 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._error("origin_not_allowed", f"Origin {origin!r} is not allowed for this key.")
             await self.close(code=CLOSE_FORBIDDEN)
             return
+        # Who this socket speaks for, checked now and again for every message (a wrong
+        # identity hash is refused before anything is stored: tandem.chat.visitors).
+        def arg(name: str) -> str:
+            return (query.get(name) or [""])[0]
+
+        try:
+            self.visitor = visitor_establish(
+                tenant=api_key.tenant, visitor_id=arg("visitor"), user_id=arg("user"),
+                user_hash=arg("user_hash"), name=arg("user_name"), email=arg("user_email"))
+        except IdentityRefused as exc:
+            await self._error(exc.code, str(exc))
+            await self.close(code=CLOSE_UNAUTHORIZED)
+            return
         self.api_key = api_key
         self.key_version, self.key_read_at = version, time.monotonic()
-        self.visitor_id = (query.get("visitor") or [""])[0][:128]
 
     async def disconnect(self, code):
         # A disconnect does not cancel: the client may come back and resume. Requests
@@ -91,10 +105,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._error("invalid_frame", "A frame must be a JSON object.")
             return
         kind = frame.get("type")
-        handler = {"message": self._on_message, "cancel": self._on_cancel,
-                   "resume": self._on_resume}.get(kind) if isinstance(kind, str) else None
+        handler = {"message": self._on_message, "cancel": self._on_cancel, "resume": self._on_resume,
+                   "history": self._on_history}.get(kind) if isinstance(kind, str) else None
         if handler is None:
-            await self._error("unknown_type", "type must be one of: message, cancel, resume.")
+            await self._error("unknown_type", "type must be one of: message, cancel, resume, history.")
             return
         try:
             await handler(frame)
@@ -123,9 +137,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             sub = await database_sync_to_async(services.chat_submit, thread_sensitive=False)(
                 api_key=self.api_key, messages=[("user", frame.get("text"))],
                 conversation_id=conversation, channel=Conversation.Channel.WIDGET,
-                visitor_id=self.visitor_id, key_version=self.key_version, refresh_key=refresh,
+                visitor=self.visitor, key_version=self.key_version, refresh_key=refresh,
             )
-        except AuthenticationFailed as exc:  # revoked (or its tenant deactivated) since connect
+        except (AuthenticationFailed, IdentityRefused) as exc:
+            # Revoked, its tenant deactivated, or the visitor's identity no longer verifies
+            # (verification turned on, a new secret) since connect.
             await self._refuse(exc)
             return
         except InvalidInput as exc:
@@ -141,6 +157,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         if sub.api_key is not self.api_key:  # read again
             self.api_key, self.key_version, self.key_read_at = sub.api_key, sub.key_version, time.monotonic()
+            self.visitor = sub.visitor
         request_id = str(sub.assistant_message.pk)
         await self._send({"type": "conversation", "id": str(sub.conversation.pk)})
         await self._send({"type": "start", "message": request_id})
@@ -151,7 +168,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self._follow(request_id, after=-1, served=sub.served)
 
     async def _key_still_works(self) -> bool:
-        """For the frames that pass no admission (cancel, resume): read the key again when
+        """For the frames that pass no admission (cancel, resume, history): read the key again when
         tenants.changes counted a change since it was read, or at its maximum age, as a
         message would. False, after refusing the socket, when it no longer works."""
         version = await changes.aversion(self.redis)
@@ -159,7 +176,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return True
         try:
             self.api_key = await database_sync_to_async(api_key_refresh)(api_key=self.api_key)
-        except AuthenticationFailed as exc:
+            self.visitor = visitor_recheck(tenant=self.api_key.tenant, visitor=self.visitor)
+        except (AuthenticationFailed, IdentityRefused) as exc:
             await self._refuse(exc)
             return False
         self.key_version, self.key_read_at = version, time.monotonic()
@@ -169,8 +187,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         """The socket's copy of its key and tenant has reached its maximum age."""
         return time.monotonic() - self.key_read_at >= settings.TANDEM_TENANT_REFRESH_S
 
-    async def _refuse(self, exc: AuthenticationFailed):
-        """The key was revoked (or its tenant deactivated) while the socket was open."""
+    async def _refuse(self, exc: AuthenticationFailed | IdentityRefused):
+        """The key was revoked (or its tenant deactivated), or the visitor's identity stopped
+        verifying, while the socket was open."""
         await self._error(exc.code, str(exc))
         await self.close(code=CLOSE_UNAUTHORIZED)
         self.api_key = None
@@ -179,8 +198,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if not await self._key_still_works():
             return
         try:
-            await database_sync_to_async(services.chat_cancel)(tenant=self.api_key.tenant,
-                                                               message_id=frame.get("message"))
+            await database_sync_to_async(services.chat_cancel)(
+                tenant=self.api_key.tenant, message_id=frame.get("message"), visitor=self.visitor)
         except services.NotFound as exc:
             await self._error(exc.code, str(exc))
 
@@ -192,8 +211,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if not await self._key_still_works():
             return
         try:
-            msg = await database_sync_to_async(services.message_get)(tenant=self.api_key.tenant,
-                                                                    message_id=frame.get("message"))
+            msg = await database_sync_to_async(services.message_get)(
+                tenant=self.api_key.tenant, message_id=frame.get("message"), visitor=self.visitor)
         except services.NotFound as exc:
             await self._error(exc.code, str(exc))
             return
@@ -203,6 +222,18 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._send(_frame(request_id, EXPIRED))
             return
         self._follow(request_id, after=after, served=True)
+
+    async def _on_history(self, frame: dict):
+        """The conversation's transcript, for a page that reloaded (docs/protocol.md)."""
+        if not await self._key_still_works():
+            return
+        try:
+            transcript = await database_sync_to_async(selectors.conversation_transcript)(
+                tenant=self.api_key.tenant, conversation_id=frame.get("conversation"), visitor=self.visitor)
+        except services.NotFound as exc:
+            await self._error(exc.code, str(exc))
+            return
+        await self._send({"type": "history", "conversation": transcript["id"], "messages": transcript["messages"]})
 
     def _follow(self, request_id: str, *, after: int, served: bool):
         old = self.followers.pop(request_id, None)

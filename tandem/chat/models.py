@@ -21,7 +21,14 @@ class Conversation(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="conversations")
     channel = models.CharField(max_length=8, choices=Channel.choices)
+    # Who the conversation belongs to. A widget visitor is the browser's random id; a
+    # site's signed-in user proved with the tenant's identity hash is `user_id` with
+    # `user_verified` (tandem.chat.visitors), and owns the conversation on any device.
     visitor_id = models.CharField(max_length=128, blank=True, default="")
+    user_id = models.CharField(max_length=128, blank=True, default="")
+    user_verified = models.BooleanField(default=False)
+    user_name = models.CharField(max_length=200, blank=True, default="")
+    user_email = models.CharField(max_length=254, blank=True, default="")
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.OPEN)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -1,5 +1,7 @@
 """Chat services: submitting a message (websocket or REST), cancelling a reply, creating
-and reading conversations. Every lookup goes through `tenants.access`."""
+and reading conversations. Every lookup goes through `tenants.access` (the tenant) and,
+for a widget socket, `visitors.Visitor.owns` (the visitor): what is not theirs answers
+exactly as what does not exist."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from tenants.services import api_key_refresh
 
 from .models import Conversation, Message
 from .sampling import sampling_for_tandem
+from .visitors import Visitor, visitor_recheck
 
 
 class QuotaRefused(Exception):
@@ -63,14 +66,21 @@ class Submission:
     # False when no live worker serves the first tier the request goes to; the client is
     # told the request is queued rather than left waiting in silence.
     served: bool
+    visitor: Visitor | None = None  # the widget visitor, as checked against the tenant read here
 
 
-def conversation_get(*, tenant: Tenant, conversation_id) -> Conversation:
-    return access_owned(Conversation, "conversation", tenant=tenant, pk=conversation_id)
+def _visible(model, visitor: Visitor | None):
+    """`model`'s rows, narrowed to `visitor`'s when a widget socket asks."""
+    rows = model.objects.all()
+    return visitor.owns(rows) if visitor is not None else rows
 
 
-def message_get(*, tenant: Tenant, message_id) -> Message:
-    return access_owned(Message, "message", tenant=tenant, pk=message_id)
+def conversation_get(*, tenant: Tenant, conversation_id, visitor: Visitor | None = None) -> Conversation:
+    return access_owned(_visible(Conversation, visitor), "conversation", tenant=tenant, pk=conversation_id)
+
+
+def message_get(*, tenant: Tenant, message_id, visitor: Visitor | None = None) -> Message:
+    return access_owned(_visible(Message, visitor), "message", tenant=tenant, pk=message_id)
 
 
 def conversation_list(*, tenant: Tenant, limit: int) -> tuple[list[Conversation], bool]:
@@ -114,10 +124,15 @@ def chat_submit(
     sampling: Sampling | None = None,
     key_version: int | None = None,
     refresh_key: bool = False,
+    visitor: Visitor | None = None,
 ) -> Submission:
     """Append `messages` (the last one from the user) to a conversation, create the
     queued assistant message and enqueue the request. Raises InvalidInput, NotFound,
-    QuotaRefused, or AuthenticationFailed (a key re-read and found revoked).
+    QuotaRefused, AuthenticationFailed (a key re-read and found revoked), or
+    IdentityRefused (the widget `visitor`'s identity no longer verifies).
+
+    A widget socket passes its `visitor`: their identity is checked again against the
+    tenant as read here, the conversation must be theirs, and a new one is theirs.
 
     A caller that holds its key between requests (a websocket) passes the
     `tenants.changes` version it read the key and tenant at: the admission checks it in
@@ -131,7 +146,9 @@ def chat_submit(
     if refresh_key:
         key_version = changes.version(client)  # before the read: a later change is noticed
         api_key = api_key_refresh(api_key=api_key)
-    conversation = (conversation_get(tenant=api_key.tenant, conversation_id=conversation_id)
+    if visitor is not None:
+        visitor = visitor_recheck(tenant=api_key.tenant, visitor=visitor)
+    conversation = (conversation_get(tenant=api_key.tenant, conversation_id=conversation_id, visitor=visitor)
                     if conversation_id else None)
     history = prompt_history(conversation) if conversation else []
     request_id = uuid.uuid4()
@@ -168,6 +185,8 @@ def chat_submit(
         # An operator changed a tenant, key or pool since the key was read: read it again.
         key_version = admission.current
         api_key = api_key_refresh(api_key=api_key)
+        if visitor is not None:  # the change may be to identity verification
+            visitor = visitor_recheck(tenant=api_key.tenant, visitor=visitor)
     if not admission.allowed:
         raise QuotaRefused(admission)
     try:
@@ -177,8 +196,9 @@ def chat_submit(
         pipeline.request_enqueue(spec=spec)
         with transaction.atomic():
             if conversation is None:
+                owner = visitor.conversation_fields() if visitor is not None else {"visitor_id": visitor_id}
                 conversation = Conversation.objects.create(id=conversation_id, tenant=tenant, channel=channel,
-                                                           visitor_id=visitor_id)
+                                                           **owner)
             else:
                 conversation.save(update_fields=["updated_at"])  # a new one is created with it set
             # The new messages and the queued reply in one INSERT (in this order: they are
@@ -195,11 +215,12 @@ def chat_submit(
     # At once, or when an outer transaction (a caller's own) commits.
     transaction.on_commit(lambda: pipeline.request_stored(request_id=str(request_id), committed=True))
     return Submission(api_key=api_key, key_version=key_version, conversation=conversation,
-                      assistant_message=assistant, route=route, admission=admission, served=route_is_served(route))
+                      assistant_message=assistant, route=route, admission=admission, served=route_is_served(route),
+                      visitor=visitor)
 
 
-def chat_cancel(*, tenant: Tenant, message_id) -> Message:
-    msg = message_get(tenant=tenant, message_id=message_id)
+def chat_cancel(*, tenant: Tenant, message_id, visitor: Visitor | None = None) -> Message:
+    msg = message_get(tenant=tenant, message_id=message_id, visitor=visitor)
     if not msg.is_final:
         pipeline.request_cancel(request_id=str(msg.pk))
     return msg

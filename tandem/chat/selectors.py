@@ -1,0 +1,38 @@
+"""Reads of chat data for the surfaces. Access goes through `services.conversation_get`
+(tenant and visitor), so a conversation that is not the caller's is not found."""
+
+from __future__ import annotations
+
+from tenants.models import Tenant
+
+from . import services
+from .models import Message
+from .visitors import Visitor
+
+TRANSCRIPT_LIMIT = 200
+
+
+def conversation_transcript(*, tenant: Tenant, conversation_id, visitor: Visitor | None = None,
+                            limit: int = TRANSCRIPT_LIMIT) -> dict:
+    """The conversation as the widget restores it after a reload: its last `limit` user
+    and assistant messages, oldest first. A reply still being written has status
+    queued/prefilling/decoding and no text yet: the client resumes its stream. A failed
+    reply carries its error code, never the worker's detail. Raises services.NotFound."""
+    conversation = services.conversation_get(tenant=tenant, conversation_id=conversation_id, visitor=visitor)
+    rows = list(
+        conversation.messages.filter(role__in=[Message.Role.USER, Message.Role.ASSISTANT])
+        # A user message and its reply are saved together; on a tie of created_at, the
+        # user's comes first once the list is reversed.
+        .order_by("-created_at", "role")
+        .values("id", "role", "content", "status", "finish_reason", "error")[:limit]
+    )
+    rows.reverse()
+    return {
+        "id": str(conversation.pk),
+        "messages": [
+            {"id": str(r["id"]), "role": r["role"], "text": r["content"], "status": r["status"],
+             "finish_reason": r["finish_reason"] or None,
+             **({"error": r["error"].split(":", 1)[0]} if r["status"] == Message.Status.FAILED else {})}
+            for r in rows
+        ],
+    }

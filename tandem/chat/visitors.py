@@ -1,0 +1,79 @@
+"""Who is on the other end of a widget socket, and which conversations are theirs.
+
+A visitor is the browser's random id. A site may also say which of its users the
+visitor is (`Tandem.identify({id, hash})`). With the tenant's identity verification on,
+that claim needs hash = HMAC-SHA256(identity secret, user id): it is checked when the
+socket connects and again for every message, against the tenant as it is then (a new
+secret, or verification turned on, applies to the very next message), and a verified
+user owns their conversations on any device. With it off, the user's id, name and email
+are kept on the conversation as the visitor's own unverified words, and the
+conversation still belongs to the anonymous visitor id alone.
+
+Unlike Chatwoot, which checks the hash once when the user is set and then accepts
+messages without it, nothing here is stored for a claim that does not verify."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import QuerySet
+
+from tenants.models import Tenant
+from tenants.services import identity_verified
+
+MAX_ID, MAX_NAME, MAX_EMAIL = 128, 200, 254
+
+
+class IdentityRefused(Exception):
+    code = "identity_verification_failed"
+
+    def __init__(self):
+        super().__init__("This visitor's identity could not be verified: the user hash does not "
+                         "match the user id (HMAC-SHA256 with the tenant's identity secret).")
+
+
+@dataclass(frozen=True)
+class Visitor:
+    visitor_id: str = ""
+    user_id: str = ""
+    user_hash: str = ""
+    name: str = ""
+    email: str = ""
+    verified: bool = False
+
+    def owns(self, conversations: QuerySet) -> QuerySet:
+        """`conversations` (a Conversation or Message queryset) narrowed to this visitor's."""
+        prefix = "conversation__" if conversations.model._meta.model_name == "message" else ""
+        if self.verified:
+            return conversations.filter(**{f"{prefix}user_verified": True, f"{prefix}user_id": self.user_id})
+        return conversations.filter(**{f"{prefix}user_verified": False, f"{prefix}visitor_id": self.visitor_id})
+
+    def conversation_fields(self) -> dict:
+        """What a new conversation of this visitor records about them."""
+        return {"visitor_id": self.visitor_id, "user_id": self.user_id, "user_verified": self.verified,
+                "user_name": self.name, "user_email": self.email}
+
+
+def visitor_establish(*, tenant: Tenant, visitor_id: str = "", user_id: str = "", user_hash: str = "",
+                      name: str = "", email: str = "") -> Visitor:
+    """The visitor a socket speaks for, from what its page sent; raises IdentityRefused
+    when the tenant verifies identities and the claimed user's hash is wrong or missing.
+    Inputs longer than the columns are cut (the id before it is checked: a tenant's user
+    ids are short)."""
+    visitor_id, user_id = (visitor_id or "")[:MAX_ID], (user_id or "")[:MAX_ID]
+    name, email = (name or "")[:MAX_NAME], (email or "")[:MAX_EMAIL]
+    if not user_id:
+        return Visitor(visitor_id=visitor_id)
+    verified = False
+    if tenant.identity_verification:
+        if not identity_verified(tenant=tenant, user_id=user_id, user_hash=user_hash or ""):
+            raise IdentityRefused()
+        verified = True
+    return Visitor(visitor_id=visitor_id, user_id=user_id, user_hash=user_hash or "", name=name,
+                   email=email, verified=verified)
+
+
+def visitor_recheck(*, tenant: Tenant, visitor: Visitor) -> Visitor:
+    """The same claim checked again against the tenant as it is now (for every message)."""
+    return visitor_establish(tenant=tenant, visitor_id=visitor.visitor_id, user_id=visitor.user_id,
+                             user_hash=visitor.user_hash, name=visitor.name, email=visitor.email)

@@ -1,0 +1,82 @@
+"""The browser widget's configuration, `GET /widget/config?key=pk_…`: what the tenant set
+in the admin (tenants.models.Tenant.widget_*), for pages of the key's allowed origins.
+
+The page's `Origin` is checked as the websocket checks it. A refusal still names the
+page's origin in Access-Control-Allow-Origin, so the widget can read why and say so in
+its panel; it carries nothing of the tenant."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tenants.models import ApiKey, Tenant
+from tenants.services import AuthenticationFailed, api_key_authenticate, origin_allowed
+
+CONFIG_MAX_AGE_S = 60  # an admin's change reaches pages within a minute
+
+
+@dataclass(frozen=True)
+class WidgetConfigAnswer:
+    status: int
+    body: dict
+    headers: dict = field(default_factory=dict)
+
+
+def _luminance(hex_color: str) -> float:
+    """WCAG relative luminance of #rrggbb."""
+    channels = [int(hex_color[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def contrast_ratio(a: str, b: str) -> float:
+    la, lb = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def text_color_on(background: str) -> str:
+    """White or black, whichever contrasts more with `background`: at least 4.5:1 (WCAG
+    AA) on any background, since the better of the two never falls below ~4.58."""
+    light, dark = "#ffffff", "#000000"
+    return light if contrast_ratio(background, light) >= contrast_ratio(background, dark) else dark
+
+
+def widget_config(*, tenant: Tenant) -> dict:
+    """The widget's settings; the identity secret never leaves the server."""
+    return {
+        "title": tenant.widget_title or tenant.name,
+        "color": tenant.widget_color,
+        "text_color": text_color_on(tenant.widget_color),
+        "greeting": tenant.widget_greeting,
+        "placeholder": tenant.widget_placeholder,
+        "position": tenant.widget_position,
+        "locale": tenant.widget_locale or None,
+        "identity_verification": tenant.identity_verification,
+    }
+
+
+def _error(code: str, message: str) -> dict:
+    return {"error": {"code": code, "message": message}}
+
+
+def page_origin(*, origin: str | None, fetch_site: str | None, own_origin: str) -> str | None:
+    """The origin of the page asking. Browsers send `Origin` with cross-origin requests
+    but not with a same-origin GET (a page on Tandem's own host, like the demo page);
+    that one says `Sec-Fetch-Site: same-origin`, a header no page script can set."""
+    if origin:
+        return origin
+    return own_origin if fetch_site == "same-origin" else None
+
+
+def widget_config_answer(*, key: str, origin: str | None) -> WidgetConfigAnswer:
+    """The whole answer to a page asking for its widget's configuration."""
+    cors = {"Access-Control-Allow-Origin": origin} if origin else {}
+    headers = {**cors, "Vary": "Origin", "Cache-Control": f"public, max-age={CONFIG_MAX_AGE_S}"}
+    try:
+        api_key = api_key_authenticate(plaintext=key, kind=ApiKey.Kind.WIDGET)
+    except AuthenticationFailed as exc:
+        return WidgetConfigAnswer(401, _error(exc.code, str(exc)), {**headers, "Cache-Control": "no-store"})
+    if not origin_allowed(api_key=api_key, origin=origin):
+        return WidgetConfigAnswer(403, _error("origin_not_allowed", f"Origin {origin!r} is not allowed for this key."),
+                                  headers)
+    return WidgetConfigAnswer(200, widget_config(tenant=api_key.tenant), headers)

@@ -1,0 +1,245 @@
+// The widget's DOM: a <tandem-chat> element with an open shadow root (open, so that
+// assistive technology and automated tests reach inside). Built with DOM calls, never
+// from HTML strings: only sanitised reply Markdown is parsed (markdown.js), which keeps
+// the widget working on pages with Trusted Types or a strict CSP.
+import css from "./styles.css";
+import { renderMarkdown } from "./markdown.js";
+
+const SVG = "http://www.w3.org/2000/svg";
+const ICONS = {
+  chat: "M4 3h16a2 2 0 0 1 2 2v11a2 2 0 0 1-2 2H9l-5 4v-4a2 2 0 0 1-2-2V5a2 2 0 0 1 2-2Zm3 6.5a1.5 1.5 0 1 0 0 .01Zm5 0a1.5 1.5 0 1 0 0 .01Zm5 0a1.5 1.5 0 1 0 0 .01Z",
+  close: "M6.4 5 12 10.6 17.6 5 19 6.4 13.4 12l5.6 5.6-1.4 1.4-5.6-5.6L6.4 19 5 17.6l5.6-5.6L5 6.4Z",
+  more: "M5 10a2 2 0 1 1 0 4 2 2 0 0 1 0-4Zm7 0a2 2 0 1 1 0 4 2 2 0 0 1 0-4Zm7 0a2 2 0 1 1 0 4 2 2 0 0 1 0-4Z",
+};
+
+function h(tag, props = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (v == null || v === false) continue;
+    if (k === "class") el.className = v;
+    else if (k === "text") el.textContent = v;
+    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? "" : v);
+  }
+  el.append(...children.filter(Boolean));
+  return el;
+}
+
+function icon(name) {
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("aria-hidden", "true");
+  svg.setAttribute("focusable", "false");
+  const path = document.createElementNS(SVG, "path");
+  path.setAttribute("d", ICONS[name]);
+  svg.append(path);
+  return svg;
+}
+
+function styleSheet(root) {
+  try {
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync(css);
+    root.adoptedStyleSheets = [sheet]; // not subject to the page's style-src CSP
+  } catch {
+    root.append(h("style", { text: css }));
+  }
+}
+
+let uid = 0;
+const writing = (m) => m.role === "assistant" && !["done", "failed", "cancelled"].includes(m.status);
+
+export class View {
+  /** @param {{t: Function, on: Object}} opts: the translator and the UI's event handlers */
+  constructor({ t, on }) {
+    this.t = t;
+    this.on = on;
+    const id = `tandem-${++uid}`;
+    this.host = document.createElement("tandem-chat");
+    const shadow = this.host.attachShadow({ mode: "open" });
+    this.shadow = shadow;
+    styleSheet(shadow);
+
+    this.badge = h("span", { class: "badge", "aria-hidden": "true", hidden: true });
+    this.unreadText = h("span", { class: "sr", id: `${id}-unread` });
+    this.launcher = h("button", {
+      class: "launcher", type: "button", "aria-label": t("open"), "aria-expanded": "false",
+      "aria-controls": `${id}-panel`, onclick: () => on.open(),
+    }, icon("chat"), this.badge);
+
+    this.title = h("h2", { id: `${id}-title` });
+    this.menuButton = h("button", {
+      class: "icon", type: "button", "aria-label": t("options"), "aria-haspopup": "menu",
+      "aria-expanded": "false", "aria-controls": `${id}-menu`, onclick: () => this.toggleMenu(),
+    }, icon("more"));
+    this.newItem = h("button", { type: "button", role: "menuitem", text: t("newConversation"),
+      onclick: () => { this.toggleMenu(false); on.newConversation(); } });
+    this.menu = h("ul", { class: "menu", role: "menu", id: `${id}-menu`, "aria-label": t("options"), hidden: true },
+      h("li", { role: "none" }, this.newItem));
+    this.closeButton = h("button", { class: "icon", type: "button", "aria-label": t("close"),
+      onclick: () => on.close() }, icon("close"));
+
+    this.log = h("div", { class: "log", role: "region", "aria-label": t("conversation"), tabindex: "0" });
+    this.status = h("div", { class: "status", role: "status" });
+    this.alert = h("div", { class: "alert", role: "alert" });
+    this.live = h("div", { class: "sr", "aria-live": "polite" });
+
+    this.input = h("textarea", { rows: "1", "aria-label": t("message"), placeholder: t("placeholder"),
+      enterkeyhint: "send", maxlength: "8000" });
+    this.input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+        e.preventDefault();
+        on.send();
+      }
+    });
+    this.input.addEventListener("input", () => this.fitInput());
+    this.sendButton = h("button", { class: "btn", type: "submit", text: t("send") });
+    this.stopButton = h("button", { class: "btn secondary", type: "button", text: t("stop"), hidden: true,
+      onclick: () => on.stop() });
+    const form = h("form", { onsubmit: (e) => { e.preventDefault(); on.send(); } },
+      this.input, this.stopButton, this.sendButton);
+
+    this.panel = h("section", { class: "panel", id: `${id}-panel`, role: "dialog",
+      "aria-labelledby": `${id}-title`, hidden: true },
+    h("header", {}, this.title, this.menuButton, this.closeButton, this.menu),
+    this.log, this.status, this.alert, form, this.live);
+    this.panel.addEventListener("keydown", (e) => {
+      if (e.key !== "Escape") return;
+      e.stopPropagation();
+      if (!this.menu.hidden) {
+        this.toggleMenu(false);
+        this.menuButton.focus();
+      } else {
+        on.close();
+      }
+    });
+    // The menu closes when focus or a click goes elsewhere.
+    this.menu.addEventListener("focusout", (e) => {
+      if (!this.menu.contains(e.relatedTarget) && e.relatedTarget !== this.menuButton) this.toggleMenu(false);
+    });
+    this.panel.addEventListener("pointerdown", (e) => {
+      if (!this.menu.hidden && !this.menu.contains(e.target) && !this.menuButton.contains(e.target)) {
+        this.toggleMenu(false);
+      }
+    });
+    this.menu.addEventListener("keydown", (e) => {
+      if (e.key === "ArrowDown" || e.key === "ArrowUp" || e.key === "Home" || e.key === "End") {
+        e.preventDefault();
+        this.newItem.focus(); // one item
+      }
+    });
+
+    this.root = h("div", { class: "root" }, this.launcher, this.unreadText, this.panel);
+    shadow.append(this.root);
+    this.launcher.setAttribute("aria-describedby", this.unreadText.id);
+  }
+
+  mount() {
+    (document.body || document.documentElement).append(this.host);
+  }
+
+  setTheme({ title, color, textColor, position, placeholder }) {
+    this.root.style.setProperty("--tc", color);
+    this.root.style.setProperty("--tf", textColor);
+    this.root.classList.toggle("left", position === "left");
+    this.title.textContent = title;
+    if (placeholder) this.input.placeholder = placeholder;
+  }
+
+  get isOpen() { return !this.panel.hidden; }
+
+  get hasFocus() { return this.shadow.activeElement != null; }
+
+  show(open) {
+    this.panel.hidden = !open;
+    this.launcher.hidden = open;
+    this.launcher.setAttribute("aria-expanded", String(open));
+    if (open) this.scrollToEnd();
+    else this.toggleMenu(false);
+  }
+
+  toggleMenu(open = this.menu.hidden) {
+    this.menu.hidden = !open;
+    this.menuButton.setAttribute("aria-expanded", String(open));
+    if (open) this.newItem.focus();
+  }
+
+  setUnread(n) {
+    this.badge.hidden = n === 0;
+    this.badge.textContent = n > 9 ? "9+" : String(n);
+    this.unreadText.textContent = n === 0 ? "" : n === 1 ? this.t("unread1") : this.t("unreadN", { n });
+  }
+
+  clearLog() { this.log.replaceChildren(); }
+
+  scrollToEnd() { this.log.scrollTop = this.log.scrollHeight; }
+
+  /** A bubble for `m` ({role, text, status}), at the end of the log or before `before`. */
+  addMessage(m, before = null) {
+    const el = h("div", { class: `msg ${m.role}` });
+    m.el = el;
+    this.log.insertBefore(el, before);
+    this.renderMessage(m, { streaming: writing(m) });
+    return el;
+  }
+
+  renderMessage(m, { streaming = false } = {}) {
+    const el = m.el;
+    if (!el) return;
+    const atBottom = this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 40;
+    if (m.role === "user") {
+      el.textContent = m.text;
+    } else {
+      const body = h("div", { class: "md" });
+      body.append(renderMarkdown(m.text, { streaming }));
+      el.replaceChildren(body);
+    }
+    // A reply with no text yet is the typing indicator's, not an empty bubble.
+    el.hidden = !m.text && writing(m);
+    el.classList.toggle("failed", m.status === "failed");
+    if (m.status === "failed" || m.status === "cancelled") {
+      el.append(h("span", { class: "note", text: this.t(m.status === "failed" ? "replyFailed" : "stopped") }));
+    }
+    if (atBottom) this.log.scrollTop = this.log.scrollHeight;
+  }
+
+  removeMessage(m) { if (m.el) m.el.remove(); }
+
+  /** The typing indicator: "queued", "typing", or null to hide it. */
+  setStatus(state) {
+    if (!state) {
+      this.status.replaceChildren();
+      return;
+    }
+    const dots = h("span", { class: "dots", "aria-hidden": "true" }, h("span"), h("span"), h("span"));
+    this.status.replaceChildren(dots, h("span", { text: this.t(state) }));
+  }
+
+  setAlert(text) {
+    if ((this.alert.textContent || "") !== (text || "")) this.alert.textContent = text || "";
+  }
+
+  /** Say a finished reply to screen readers (the streaming bubble itself is not live). */
+  announce(text) {
+    this.live.replaceChildren(h("p", { text: `${this.t("assistantSays")} ${text}` }));
+  }
+
+  /** Stop while a reply streams; Send while none does (and nothing is on its way). */
+  setControls({ streaming, sending, enabled }) {
+    this.stopButton.hidden = !streaming;
+    this.sendButton.disabled = streaming || sending || !enabled;
+    this.input.disabled = !enabled;
+  }
+
+  fitInput() {
+    const el = this.input;
+    el.style.height = "auto";
+    el.style.height = `${Math.min(el.scrollHeight + 2, 140)}px`;
+  }
+
+  focusInput() { this.input.focus(); }
+
+  focusLauncher() { this.launcher.focus(); }
+
+  textOf(m) { return m.el ? m.el.textContent : m.text; }
+}
