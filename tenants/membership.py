@@ -3,7 +3,8 @@ helpers, the one place where tenancy and roles are checked (Zulip's
 `access_stream_common` pattern).
 
 - Platform operators (`is_staff`) see every tenant and may do everything.
-- A tenant's members see only their own tenants: a *viewer* reads, an *admin* also
+- A tenant's members see only their own tenants: a *viewer* reads, an *agent* also
+  answers the conversations handed to a person (the inbox), an *admin* also
   manages keys, the assistant and widget settings and conversations, an *owner* also the
   members (and reads the tenant's audit log). No member changes quotas or the hardware
   allocation; they read both.
@@ -47,16 +48,18 @@ class Can(enum.Enum):
     MANAGE = "manage"  # keys, assistant and widget settings, conversations
     MEMBERS = "members"  # add, change and remove members
     AUDIT = "audit"  # read the tenant's audit log
+    INBOX = "inbox"  # the agent inbox: claim, answer and resolve conversations handed to a person
     OPERATE = "operate"  # quotas, hardware allocation, tenants, pools: operators only
 
 
 STAFF = "staff"
-ROLE_ORDER = (Membership.Role.VIEWER, Membership.Role.ADMIN, Membership.Role.OWNER)
+ROLE_ORDER = (Membership.Role.VIEWER, Membership.Role.AGENT, Membership.Role.ADMIN, Membership.Role.OWNER)
 
 _GRANTS: dict[str, frozenset[Can]] = {
     Membership.Role.VIEWER: frozenset({Can.VIEW}),
-    Membership.Role.ADMIN: frozenset({Can.VIEW, Can.MANAGE}),
-    Membership.Role.OWNER: frozenset({Can.VIEW, Can.MANAGE, Can.MEMBERS, Can.AUDIT}),
+    Membership.Role.AGENT: frozenset({Can.VIEW, Can.INBOX}),
+    Membership.Role.ADMIN: frozenset({Can.VIEW, Can.MANAGE, Can.INBOX}),
+    Membership.Role.OWNER: frozenset({Can.VIEW, Can.MANAGE, Can.MEMBERS, Can.AUDIT, Can.INBOX}),
     STAFF: frozenset(Can),
 }
 
@@ -91,6 +94,10 @@ class TenantAccess:
     @property
     def can_audit(self) -> bool:
         return self.can(Can.AUDIT)
+
+    @property
+    def can_inbox(self) -> bool:
+        return self.can(Can.INBOX)
 
     @property
     def can_operate(self) -> bool:

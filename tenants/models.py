@@ -48,6 +48,14 @@ class Tenant(models.Model):
         default=False,
         help_text="Visitors who say who they are (Tandem.identify) must prove it: hash = "
                   "HMAC-SHA256(identity secret, user id), checked on connect and for every message.")
+    # Handing a conversation to a person (docs/handoff.md). The patterns are matched by the
+    # CPU tier (inference.text.handover) against each visitor message.
+    handover_patterns = models.TextField(
+        blank=True, default="",
+        help_text="Phrases that mean \"let me talk to a person\", one regular expression a line "
+                  "(case-insensitive); blank: the built-in English and French set. \"-\" alone: off.")
+    handover_text = models.CharField(max_length=300, blank=True, default="",
+                                     help_text="What the assistant says when it hands over; a default when blank.")
     # Shared with the tenant's own servers, which compute the hash: stored as it is (an
     # HMAC needs the key itself), shown in the admin, never sent to a browser.
     identity_secret = models.CharField(max_length=64, blank=True, default="", editable=False)
@@ -63,6 +71,7 @@ class Membership(models.Model):
     class Role(models.TextChoices):
         OWNER = "owner"
         ADMIN = "admin"
+        AGENT = "agent"  # answers conversations handed to a person (the console's inbox)
         VIEWER = "viewer"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")

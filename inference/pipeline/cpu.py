@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from ..text import handover
 from ..text.prompting import PromptTooLong, build_prompt
 from ..text.tokenizer import get_tokenizer
 from ..text.validation import InvalidInput, clean_user_text
@@ -40,6 +41,11 @@ def preprocess_request(request_id: str) -> str | None:
     else:
         try:
             system_prompt, history = prompt_parts(spec)
+            if handover.asks_for_person(history[-1]["content"], spec.handover_patterns):
+                # No prompt, no model call: the reply is the hand-over (pipeline.outcomes).
+                handoff.report(client, request_id, handoff.cpu_failed(
+                    outcomes.HANDOVER, spec.handover_text or handover.DEFAULT_TEXT))
+                return None
             context_room = max(16, settings.TANDEM_MAX_CONTEXT - spec.sampling.max_tokens)
             prompt = build_prompt(
                 get_tokenizer(), system_prompt=system_prompt, history=history,

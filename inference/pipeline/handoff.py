@@ -94,7 +94,10 @@ def _act(client: redis.Redis, request_id: str, reports: list[dict]) -> str:
         return DROPPED
     if "failed" in cpu:
         code, message = cpu["failed"]
-        outcomes.request_fail(request_id=request_id, code=code, message=message)
+        if code == outcomes.HANDOVER:  # asked for a person: `message` is the reply
+            outcomes.request_handover(request_id=request_id, text=message)
+        else:
+            outcomes.request_fail(request_id=request_id, code=code, message=message)
         return FAILED
     broker.send(cpu["task"], [request_id], queue=cpu["queue"], priority=cpu["priority"])
     client.rpush(keys.handoff(request_id), json.dumps({"party": SENT_MARK}))  # see send_if_lost

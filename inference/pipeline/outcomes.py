@@ -13,11 +13,11 @@ import uuid
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from tandem.chat.models import Message
+from tandem.chat.models import Conversation, Message
 from tenants import quotas
 from tenants.models import UsageRecord
 
-from ..wire import streams
+from ..wire import events, streams
 from ..wire.connections import get_redis
 from ..wire.spec import RequestSpec
 from .contracts import ReplyOutcome
@@ -50,6 +50,35 @@ def request_fail(*, request_id: str, code: str, message: str) -> bool:
         streams.publish(get_redis(), request_id, [streams.error_record(code, message)])
     _quota_release(request_id=request_id)
     return bool(updated)
+
+
+HANDOVER = "handover"  # the CPU tier's "the visitor asked for a person" (inference.text.handover)
+_NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
+             "prompt_tokens_details": {"cached_tokens": 0}}
+
+
+def request_handover(*, request_id: str, text: str) -> bool:
+    """The visitor asked for a person in words: the reply is `text` (no model call, so no
+    UsageRecord), and the conversation waits for a person unless one already has it.
+    The conversation's one edge written here (bot | resolved -> pending_human) is the
+    same conditional UPDATE as tandem.chat.ownership's. Idempotent like request_fail."""
+    now = timezone.now()
+    with transaction.atomic():
+        updated = Message.objects.filter(pk=request_id, status__in=_PROGRESS).update(
+            status=Message.Status.DONE, content=text, finish_reason=HANDOVER, finished_at=now)
+        if not updated:
+            return False
+        conversation_id = Message.objects.filter(pk=request_id).values_list("conversation_id", flat=True).first()
+        H = Conversation.Handoff
+        moved = Conversation.objects.filter(pk=conversation_id, handoff__in=[H.BOT, H.RESOLVED]).update(
+            handoff=H.PENDING_HUMAN, handoff_reason="words", handoff_at=now, updated_at=now, assignee=None,
+            claimed_at=None, first_human_reply_at=None, resolved_at=None)
+    client = get_redis()
+    streams.publish(client, request_id, [streams.token_record(0, text, -1), streams.end_record(HANDOVER, _NO_USAGE)])
+    if moved:
+        events.publish(client, str(conversation_id), {"type": "handoff", "state": H.PENDING_HUMAN, "agent": ""})
+    _quota_release(request_id=request_id)
+    return True
 
 
 def request_finish(*, spec: RequestSpec, outcome: ReplyOutcome) -> bool:

@@ -33,3 +33,8 @@ CANCEL_TTL_S = 3600
 CANCEL_CHANNEL = f"{PREFIX}:cancel"
 WORKER_HASH_PREFIX = f"{PREFIX}:worker:"
 WORKERS_SET = f"{PREFIX}:workers"
+
+
+def conversation_events(conversation_id: str) -> str:
+    """A conversation's live events (handed to a person: messages, state, typing)."""
+    return f"{PREFIX}:conv:{conversation_id}:events"

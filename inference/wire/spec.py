@@ -45,6 +45,10 @@ class RequestSpec:
     system_prompt: str = ""
     prompt_messages: list[dict] = field(default_factory=list)
     max_prompt_tokens: int = 0
+    # "Talk to a person" in words (inference.text.handover): the tenant's patterns, one a
+    # line ("" the built-in set, "-" off), and what the assistant says when they match.
+    handover_patterns: str = "-"
+    handover_text: str = ""
     # Filled in by the CPU tier:
     prompt_token_ids: list[int] = field(default_factory=list)
     cache_salt: str = ""  # the tenant's prefix-cache namespace

@@ -30,7 +30,8 @@ from tenants.services import (
     origin_allowed,
 )
 
-from . import selectors, services
+from . import ownership, selectors, services
+from .live import WidgetLive
 from .models import Conversation
 from .replies import EXPIRED, ReplyFollower
 from .visitors import IdentityRefused, visitor_establish, visitor_recheck
@@ -49,6 +50,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.api_key = None
         self.followers: dict[str, asyncio.Task] = {}
         self.redis = get_async_redis()
+        self.live = WidgetLive(self)  # a hand-over to a person: tandem.chat.live
         query = parse_qs(self.scope.get("query_string", b"").decode())
         headers = dict(self.scope.get("headers", []))
         origin = headers.get(b"origin", b"").decode() or None
@@ -88,6 +90,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         # nobody listens to are cancelled by the workers once the listener lease lapses.
         for task in self.followers.values():
             task.cancel()
+        self.live.stop()
         await self.redis.aclose()
 
     async def receive(self, text_data=None, bytes_data=None):
@@ -106,9 +109,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         kind = frame.get("type")
         handler = {"message": self._on_message, "cancel": self._on_cancel, "resume": self._on_resume,
-                   "history": self._on_history}.get(kind) if isinstance(kind, str) else None
+                   "history": self._on_history, "handoff": self.live.on_handoff,
+                   "typing": self.live.on_typing}.get(kind) if isinstance(kind, str) else None
         if handler is None:
-            await self._error("unknown_type", "type must be one of: message, cancel, resume, history.")
+            await self._error("unknown_type",
+                              "type must be one of: message, cancel, resume, history, handoff, typing.")
             return
         try:
             await handler(frame)
@@ -144,6 +149,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
             # (verification turned on, a new secret) since connect.
             await self._refuse(exc)
             return
+        except ownership.HeldForPerson as exc:  # a person answers: stored for them, no reply
+            await self.live.held(exc)
+            return
         except InvalidInput as exc:
             await self._error(exc.code, str(exc))
             return
@@ -166,6 +174,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                               "detail": "No worker is serving this tenant's pool right now; the "
                                         "request is queued."})
         self._follow(request_id, after=-1, served=sub.served)
+        self.live.watch(str(sub.conversation.pk))
 
     async def _key_still_works(self) -> bool:
         """For the frames that pass no admission (cancel, resume, history): read the key again when
@@ -227,13 +236,17 @@ class ChatConsumer(AsyncWebsocketConsumer):
         """The conversation's transcript, for a page that reloaded (docs/protocol.md)."""
         if not await self._key_still_works():
             return
+        conversation = frame.get("conversation")
+        mark = await self.live.mark(conversation) if isinstance(conversation, str) and len(conversation) <= 64 else "$"
         try:
             transcript = await database_sync_to_async(selectors.conversation_transcript)(
                 tenant=self.api_key.tenant, conversation_id=frame.get("conversation"), visitor=self.visitor)
         except services.NotFound as exc:
             await self._error(exc.code, str(exc))
             return
-        await self._send({"type": "history", "conversation": transcript["id"], "messages": transcript["messages"]})
+        await self._send({"type": "history", "conversation": transcript["id"], "messages": transcript["messages"],
+                          "handoff": transcript["handoff"]})
+        self.live.watch(transcript["id"], after=mark)
 
     def _follow(self, request_id: str, *, after: int, served: bool):
         old = self.followers.pop(request_id, None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.conf import settings
 from django.db import models
 
 
@@ -33,9 +34,30 @@ class Conversation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    # Who answers: the assistant, or a person (tandem.chat.ownership changes it, atomically).
+    class Handoff(models.TextChoices):
+        BOT = "bot"
+        PENDING_HUMAN = "pending_human"
+        HUMAN = "human"
+        RESOLVED = "resolved"
+
+    handoff = models.CharField(max_length=16, choices=Handoff.choices, default=Handoff.BOT)
+    assignee = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="assigned_conversations")
+    handoff_reason = models.CharField(max_length=16, blank=True, default="")  # button | words | agent
+    handoff_at = models.DateTimeField(null=True, blank=True)  # when it last left the bot
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    first_human_reply_at = models.DateTimeField(null=True, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
     class Meta:
         ordering = ["-updated_at"]
-        indexes = [models.Index(fields=["tenant", "-updated_at"])]
+        indexes = [models.Index(fields=["tenant", "-updated_at"]), models.Index(fields=["tenant", "handoff"])]
+
+    @property
+    def with_person(self) -> bool:
+        """A person owns it, or it waits for one: the bot does not answer."""
+        return self.handoff in (self.Handoff.PENDING_HUMAN, self.Handoff.HUMAN)
 
     def __str__(self) -> str:
         return f"conversation {self.id} ({self.tenant_id})"
@@ -48,6 +70,8 @@ class Message(models.Model):
         SYSTEM = "system"
         USER = "user"
         ASSISTANT = "assistant"
+        AGENT = "agent"  # a person of the tenant, answering in the inbox (`author`)
+        NOTE = "note"  # an agent's internal note: never shown to the visitor, never in a prompt
 
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -61,6 +85,9 @@ class Message(models.Model):
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField(blank=True, default="")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="+")  # an agent's message or note
+    author_name = models.CharField(max_length=150, blank=True, default="")  # as the visitor sees it
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DONE)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)

@@ -20,19 +20,22 @@ def conversation_transcript(*, tenant: Tenant, conversation_id, visitor: Visitor
     reply carries its error code, never the worker's detail. Raises services.NotFound."""
     conversation = services.conversation_get(tenant=tenant, conversation_id=conversation_id, visitor=visitor)
     rows = list(
-        conversation.messages.filter(role__in=[Message.Role.USER, Message.Role.ASSISTANT])
+        # An agent's replies too (with their `author`); internal notes never.
+        conversation.messages.filter(role__in=[Message.Role.USER, Message.Role.ASSISTANT, Message.Role.AGENT])
         # A user message and its reply are saved together; on a tie of created_at, the
         # user's comes first once the list is reversed.
         .order_by("-created_at", "role")
-        .values("id", "role", "content", "status", "finish_reason", "error")[:limit]
+        .values("id", "role", "content", "status", "finish_reason", "error", "author_name")[:limit]
     )
     rows.reverse()
     return {
         "id": str(conversation.pk),
+        "handoff": conversation.handoff,  # who answers: bot, pending_human, human, resolved
         "messages": [
             {"id": str(r["id"]), "role": r["role"], "text": r["content"], "status": r["status"],
              "finish_reason": r["finish_reason"] or None,
-             **({"error": r["error"].split(":", 1)[0]} if r["status"] == Message.Status.FAILED else {})}
+             **({"error": r["error"].split(":", 1)[0]} if r["status"] == Message.Status.FAILED else {}),
+             **({"author": r["author_name"]} if r["role"] == Message.Role.AGENT else {})}
             for r in rows
         ],
     }

@@ -22,6 +22,7 @@ from tenants.access import NotFound, access_list, access_owned  # noqa: F401 - N
 from tenants.models import ApiKey, Tenant
 from tenants.services import api_key_refresh
 
+from . import ownership
 from .models import Conversation, Message
 from .sampling import sampling_for_tandem
 from .visitors import Visitor, visitor_recheck
@@ -108,10 +109,12 @@ def prompt_history(conversation: Conversation) -> list[dict]:
     """The conversation's messages a new prompt is built from, oldest first, as
     {"role", "content"}: replies that failed or were cancelled are left out, and so are
     messages with no text (a reply still being written)."""
-    rows = conversation.messages.exclude(content="").exclude(
+    rows = conversation.messages.exclude(content="").exclude(role=Message.Role.NOTE).exclude(
         role=Message.Role.ASSISTANT, status__in=[Message.Status.FAILED, Message.Status.CANCELLED]
     ).order_by("created_at").values_list("role", "content")
-    return [{"role": role, "content": content} for role, content in rows]
+    # An agent's replies are the support side of the conversation, as the assistant's are.
+    return [{"role": Message.Role.ASSISTANT if role == Message.Role.AGENT else role, "content": content}
+            for role, content in rows]
 
 
 def chat_submit(
@@ -150,6 +153,8 @@ def chat_submit(
         visitor = visitor_recheck(tenant=api_key.tenant, visitor=visitor)
     conversation = (conversation_get(tenant=api_key.tenant, conversation_id=conversation_id, visitor=visitor)
                     if conversation_id else None)
+    if conversation is not None:  # a person owns it: stored for them, no model call (HeldForPerson)
+        ownership.hold_if_with_person(conversation=conversation, text=cleaned[-1][1])
     history = prompt_history(conversation) if conversation else []
     request_id = uuid.uuid4()
     conversation_id = conversation.pk if conversation else uuid.uuid4()
@@ -169,6 +174,7 @@ def chat_submit(
             # The prompt's inputs travel in the spec, so the CPU tier reads no database.
             system_prompt=tenant.system_prompt, max_prompt_tokens=quota.max_prompt_tokens,
             prompt_messages=history + [{"role": role, "content": text} for role, text in cleaned],
+            **ownership.handover_spec(tenant=tenant, channel=channel),
         )
         checked = key_version is not None and attempt < 2  # the last try reads and admits unchecked
         admission = quotas.admit(

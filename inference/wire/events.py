@@ -1,0 +1,54 @@
+"""A conversation's live events, for the people in it: the visitor's widget socket and
+the agents' console sockets tail `tandem:conv:<id>:events` (a Redis Stream, as replies'
+tokens are: never the channel layer, which drops at capacity).
+
+An event is a flat JSON object with a `type`: `message` (a visitor's message held for
+a person, an agent's reply or an internal note), `handoff` (the conversation's owner
+changed) or `typing`. `audience` is "all", or "agents" for what the visitor never sees
+(notes, the visitor's own typing echoed to agents). Readers that reconnect start again
+from the transcript (the database) and this stream's last id read before it, so an event
+may arrive twice: messages carry their id for that."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import redis
+
+from . import keys
+
+MAXLEN = 500  # a conversation's recent events; the transcript is in the database
+TTL_S = 24 * 3600
+ALL, AGENTS = "all", "agents"
+
+
+def publish(client: redis.Redis, conversation_id: str, event: dict[str, Any], *, audience: str = ALL) -> None:
+    key = keys.conversation_events(str(conversation_id))
+    pipe = client.pipeline(transaction=False)
+    pipe.xadd(key, {"e": json.dumps({**event, "audience": audience})}, maxlen=MAXLEN, approximate=True)
+    pipe.expire(key, TTL_S)
+    pipe.execute()
+
+
+async def last_id(aredis, conversation_id: str) -> str:
+    """The id of the newest event, to tail from after reading the transcript."""
+    rows = await aredis.xrevrange(keys.conversation_events(str(conversation_id)), count=1)
+    return rows[0][0].decode() if rows else "0-0"
+
+
+async def tail(aredis, conversation_id: str, *, after: str = "$", block_ms: int = 5000) -> AsyncIterator[dict]:
+    """The conversation's events after `after` ("$": from now on), forever (the caller
+    cancels). Yields {"type": "idle"} when `block_ms` passes with none."""
+    key = keys.conversation_events(str(conversation_id))
+    if after == "$":
+        after = await last_id(aredis, conversation_id)
+    while True:
+        response = await aredis.xread({key: after}, count=100, block=block_ms)
+        if not response:
+            yield {"type": "idle"}
+            continue
+        for entry_id, fields in response[0][1]:
+            after = entry_id
+            yield json.loads(fields[b"e"])

@@ -1,0 +1,180 @@
+"""Who answers a conversation: the assistant or a person of the tenant (docs/handoff.md).
+
+    bot ──(visitor asks: button or words; an agent takes over)──► pending_human
+    pending_human ──(an agent claims)──► human          bot ──(an agent claims)──► human
+    pending_human | human ──(resolve)──► resolved ──(the visitor's next message)──► bot
+
+Every change is one conditional UPDATE (`WHERE handoff IN <the states it may come
+from>`): the database decides, so two agents claiming at the same moment make exactly
+one owner, and the loser is told who won. While the conversation is `pending_human` or
+`human`, a visitor's message is stored for the inbox and nothing goes to the model tiers
+(`hold_if_with_person`, called at the top of `services.chat_submit`): no admission, no
+request in Redis, no UsageRecord. Agents' messages and notes are Message rows with an
+`author`; they count against no model quota.
+
+Every change is published on commit to the conversation's live events
+(`inference.wire.events`), which the widget socket and the agents' sockets tail."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from inference.text import handover
+from inference.text.validation import InvalidInput, clean_user_text
+from inference.wire import events
+from inference.wire.connections import get_redis
+
+from .models import Conversation, Message
+
+H = Conversation.Handoff
+# To a state, from the states it may be reached from.
+_FROM = {
+    H.PENDING_HUMAN: (H.BOT, H.RESOLVED),
+    H.HUMAN: (H.BOT, H.PENDING_HUMAN, H.RESOLVED),
+    H.RESOLVED: (H.PENDING_HUMAN, H.HUMAN),
+    H.BOT: (H.RESOLVED,),
+}
+
+
+class HeldForPerson(InvalidInput):
+    """The visitor's message was stored for the person who owns the conversation: the
+    assistant does not answer it. (An InvalidInput so the REST surface answers 400 with
+    this code rather than a completion; the widget socket acknowledges it.)"""
+
+    def __init__(self, message: Message):
+        super().__init__("A person is answering this conversation: the message was stored for them.",
+                         code="conversation_with_person")
+        self.message = message
+
+
+class Taken(Exception):
+    """Another agent claimed it first (or it cannot be claimed now)."""
+
+    code = "already_claimed"
+
+    def __init__(self, conversation: Conversation):
+        owner = conversation.assignee
+        super().__init__(f"{display_name(owner)} is answering this conversation." if owner
+                         else "This conversation cannot be claimed now.")
+        self.conversation = conversation
+
+
+class NotYours(Exception):
+    code = "not_assigned"
+
+    def __init__(self):
+        super().__init__("Claim this conversation before you reply.")
+
+
+def display_name(user) -> str:
+    """How a visitor sees an agent: their first name, else their username's local part."""
+    if user is None:
+        return ""
+    return (user.first_name or user.get_username().split("@")[0])[:150]
+
+
+def _move(conversation: Conversation, to: str, **fields) -> bool:
+    """One conditional UPDATE to `to`; True if this call made the change. `conversation`
+    is read again either way, so the caller sees who won."""
+    now = timezone.now()
+    won = Conversation.objects.filter(pk=conversation.pk, handoff__in=_FROM[to]).update(
+        handoff=to, updated_at=now, **fields) == 1
+    conversation.refresh_from_db()
+    if won:
+        _publish(conversation, _state_event(conversation))
+    return won
+
+
+def _state_event(conversation: Conversation) -> dict:
+    return {"type": "handoff", "state": conversation.handoff, "agent": display_name(conversation.assignee)}
+
+
+def _publish(conversation: Conversation, event: dict, *, audience: str = events.ALL) -> None:
+    cid = str(conversation.pk)
+    transaction.on_commit(lambda: events.publish(get_redis(), cid, event, audience=audience))
+
+
+def handoff_request(*, conversation: Conversation, reason: str) -> bool:
+    """The visitor asked for a person (reason "button"), or an agent will take it
+    ("agent"). False when a person already has it, or it already waits for one."""
+    return _move(conversation, H.PENDING_HUMAN, handoff_reason=reason, handoff_at=timezone.now(),
+                 assignee=None, claimed_at=None, first_human_reply_at=None, resolved_at=None)
+
+
+def conversation_claim(*, conversation: Conversation, agent) -> Conversation:
+    """`agent` owns it now, or Taken says who does. An API conversation has no one to
+    answer it live, so only the widget's are claimed."""
+    if conversation.channel != Conversation.Channel.WIDGET:
+        raise Taken(conversation)
+    now = timezone.now()
+    extra = {} if conversation.handoff == H.PENDING_HUMAN else {"handoff_reason": "agent", "handoff_at": now}
+    if not _move(conversation, H.HUMAN, assignee=agent, claimed_at=now, resolved_at=None, **extra):
+        raise Taken(conversation)
+    return conversation
+
+
+def conversation_resolve(*, conversation: Conversation) -> bool:
+    return _move(conversation, H.RESOLVED, resolved_at=timezone.now())
+
+
+def agent_message(*, conversation: Conversation, agent, text: str, note: bool = False) -> Message:
+    """An agent's reply (the conversation must be theirs), or an internal note (any
+    agent's, the visitor never sees it)."""
+    text = clean_user_text(text)
+    if not note and not (conversation.handoff == H.HUMAN and conversation.assignee_id == agent.pk):
+        raise NotYours()
+    with transaction.atomic():
+        msg = Message.objects.create(conversation=conversation, role=Message.Role.NOTE if note else Message.Role.AGENT,
+                                     content=text, author=agent, author_name=display_name(agent))
+        now = timezone.now()
+        Conversation.objects.filter(pk=conversation.pk).update(updated_at=now)
+        if not note:
+            Conversation.objects.filter(pk=conversation.pk, first_human_reply_at__isnull=True).update(
+                first_human_reply_at=now)
+        _publish(conversation, message_event(msg), audience=events.AGENTS if note else events.ALL)
+    return msg
+
+
+def message_event(msg: Message) -> dict:
+    return {"type": "message", "id": str(msg.pk), "role": msg.role, "text": msg.content,
+            "author": msg.author_name, "at": msg.created_at.isoformat()}
+
+
+def hold_if_with_person(*, conversation: Conversation, text: str) -> None:
+    """Called for a visitor's message before any admission: when a person owns the
+    conversation (or it waits for one), store the message for them and raise
+    HeldForPerson; after `resolved`, give the conversation back to the bot."""
+    if conversation.handoff == H.RESOLVED:
+        _move(conversation, H.BOT)
+    if not conversation.with_person:
+        return
+    with transaction.atomic():
+        msg = Message.objects.create(conversation=conversation, role=Message.Role.USER, content=text)
+        Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
+        _publish(conversation, message_event(msg))
+    raise HeldForPerson(msg)
+
+
+def visitor_asks_for_person(*, conversation: Conversation | None, create: dict) -> Conversation:
+    """The widget's "Talk to a person": the conversation (a new one of `create`'s fields
+    when there is none yet) waits for a person."""
+    if conversation is None:
+        conversation = Conversation.objects.create(channel=Conversation.Channel.WIDGET, **create)
+    handoff_request(conversation=conversation, reason="button")
+    return conversation
+
+
+def typing(*, conversation_id, who: str, name: str = "") -> None:
+    """Someone is typing (not stored). `who` is "visitor" (only agents hear it) or "agent"."""
+    events.publish(get_redis(), str(conversation_id), {"type": "typing", "from": who, "name": name},
+                   audience=events.AGENTS if who == "visitor" else events.ALL)
+
+
+def handover_spec(*, tenant, channel: str) -> dict:
+    """What the CPU tier's "asks for a person in words" check needs, for the request's
+    spec: the tenant's patterns (off for the REST API, which has no one to hand over to)
+    and what the assistant then says."""
+    if channel != Conversation.Channel.WIDGET:
+        return {"handover_patterns": handover.OFF}
+    return {"handover_patterns": tenant.handover_patterns, "handover_text": tenant.handover_text}
