@@ -1,7 +1,13 @@
+from channels.auth import AuthMiddlewareStack
+from channels.security.websocket import AllowedHostsOriginValidator
 from django.urls import path
 
 from tandem.chat.consumers import ChatConsumer
+from tandem.console.agent_socket import AgentConsumer
 
 websocket_urlpatterns = [
     path("ws/chat/", ChatConsumer.as_asgi()),
+    # The console's own pages only: a session cookie, so the origin must be this site's.
+    path("ws/agent/<slug:slug>/<uuid:conversation_id>/",
+         AllowedHostsOriginValidator(AuthMiddlewareStack(AgentConsumer.as_asgi()))),
 ]

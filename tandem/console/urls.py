@@ -4,7 +4,7 @@ views/base.py), which tests/console/test_idor.py checks for every pattern here."
 
 from django.urls import path
 
-from .views import assistant, audit, auth, conversations, hardware, keys, members, overview, tenants
+from .views import assistant, audit, auth, conversations, hardware, inbox, keys, members, overview, tenants
 
 app_name = "console"
 
@@ -52,6 +52,11 @@ urlpatterns = [
          {"fmt": "csv"}, name="conversation_csv"),
     path(T + "conversations/<uuid:conversation_id>/export.json", conversations.conversation_export,
          {"fmt": "json"}, name="conversation_json"),
+    path(T + "inbox/", inbox.inbox, name="inbox"),
+    path(T + "inbox/rows/", inbox.inbox_rows, name="inbox_rows"),
+    path(T + "inbox/<uuid:conversation_id>/", inbox.inbox_conversation, name="inbox_conversation"),
+    *(path(T + f"inbox/<uuid:conversation_id>/{action}/", inbox.inbox_action, {"action": action},
+           name=f"inbox_{action}") for action in ("claim", "resolve", "reply", "note")),
     path(T + "members/", members.members, name="members"),
     path(T + "members/<int:membership_id>/role/", members.member_role, name="member_role"),
     path(T + "members/<int:membership_id>/remove/", members.member_remove, name="member_remove"),

@@ -146,6 +146,14 @@ export class App {
         send: () => this.send(),
         stop: () => this.stop(),
         newConversation: () => this.newConversation(),
+        person: () => { this.asking = 1; this.conn.send({ type: "handoff", conversation: this.conversationId }) || this.conn.start(); },
+        type: () => {
+          const now = Date.now();
+          if (this.person && now - (this.typedAt || 0) > 2e3) {
+            this.typedAt = now;
+            this.conn.send({ type: "typing", conversation: this.conversationId });
+          }
+        },
       },
     });
     this.view.host.setAttribute("lang", locale);
@@ -371,6 +379,10 @@ export class App {
       case "token": return this.onToken(f);
       case "end": return this.onEnd(f);
       case "error": return this.onError(f);
+      case "received": return this.onStart(f, 1);
+      case "handoff": return this.onHandoff(f);
+      case "agent_message": return this.onAgent(f);
+      case "typing": return this.onTyping(f);
       default: return undefined;
     }
   }
@@ -380,7 +392,7 @@ export class App {
     const next = [];
     for (const s of f.messages) {
       let m = this.byId.get(s.id);
-      if (!m) m = { id: s.id, role: s.role, text: "", status: s.status, index: -1 };
+      if (!m) m = { id: s.id, role: s.role, text: "", status: s.status, index: -1, author: s.author };
       if (FINAL.has(s.status)) {
         Object.assign(m, { text: s.text || "", status: s.status });
         this.store.dropPending(s.id);
@@ -397,6 +409,7 @@ export class App {
       this.view.input.value = ""; // it was stored after all
     }
     this.lost = null;
+    this.onHandoff({ state: f.handoff, conversation: f.conversation }, 1);
     const unsent = this.messages.filter((m) => m.local && !m.stored);
     this.messages = [];
     this.byId.clear();
@@ -410,17 +423,22 @@ export class App {
   }
 
   onConversation(f) {
-    if (!this.sent || typeof f.id !== "string") return;
+    if (!(this.sent || this.asking) || typeof f.id !== "string") return;
     if (f.id !== this.conversationId) {
       this.conversationId = f.id;
       this.store.setConversation(this.owner, f.id);
     }
   }
 
-  onStart(f) {
+  onStart(f, held) {
     const sent = this.sent;
     this.sent = null;
     if (sent) sent.local.stored = true;
+    if (held) { // a person answers: stored for them, no reply follows
+      this.updateControls();
+      if (sent) this.emit("message", { role: "user", text: sent.text, conversation: this.conversationId });
+      return;
+    }
     const m = { id: f.message, role: "assistant", text: "", status: "queued", index: -1 };
     this.add(m);
     this.view.addMessage(m);
@@ -463,6 +481,36 @@ export class App {
     if (!this.view.isOpen) this.setUnread(this.unread + 1);
     this.emit("message", { id: m.id, role: "assistant", text: m.text, conversation: this.conversationId,
       finish_reason: f.finish_reason });
+  }
+
+  // A person of the site's team (docs/protocol.md: handoff, agent_message, typing).
+  onHandoff(f, quiet) {
+    if (f.conversation !== this.conversationId) return;
+    this.asking = 0;
+    const s = f.state;
+    this.person = s === "pending_human" || s === "human";
+    if (this.person) this.setAlert(this.t(s === "human" ? "personJoined" : "waitingPerson", { n: f.agent }), "info");
+    else if (this.alertKind === "info") this.setAlert(null);
+    if (!quiet && s === "human") this.view.announce(this.view.alert.textContent);
+  }
+
+  onAgent(f) {
+    if (f.conversation !== this.conversationId || this.byId.has(f.id)) return;
+    const m = { id: f.id, role: "agent", text: f.text, status: "done", index: -1, author: f.author };
+    this.add(m);
+    this.view.addMessage(m);
+    this.view.scrollToEnd();
+    this.view.setStatus(null);
+    this.view.announce(`${f.author}: ${f.text}`);
+    if (!this.view.isOpen) this.setUnread(this.unread + 1);
+    this.emit("message", { id: f.id, role: "agent", text: f.text, author: f.author, conversation: this.conversationId });
+  }
+
+  onTyping(f) {
+    if (f.conversation !== this.conversationId || this.active) return;
+    this.view.setStatus("personTyping", { n: f.name });
+    clearTimeout(this.typingTimer);
+    this.typingTimer = setTimeout(() => this.active || this.view.setStatus(null), 4e3);
   }
 
   finish(m) {

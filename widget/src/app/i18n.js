@@ -31,6 +31,10 @@ const catalogue = {
     identity: "We could not verify who you are, so this chat cannot be used. Please sign in again or reload the page.",
     failed: "Something went wrong. Please try again.",
     replyFailed: "This reply could not be completed.",
+    person: "Talk to a person",
+    waitingPerson: "Waiting for a person from the team…",
+    personJoined: "{n} joined the conversation.",
+    personTyping: "{n} is typing…",
   },
   fr: {
     chat: "Chat",
@@ -62,6 +66,10 @@ const catalogue = {
     identity: "Nous n'avons pas pu vérifier votre identité : ce chat ne peut pas être utilisé. Reconnectez-vous ou rechargez la page.",
     failed: "Une erreur s'est produite. Veuillez réessayer.",
     replyFailed: "Cette réponse n'a pas pu être terminée.",
+    person: "Parler à une personne",
+    waitingPerson: "En attente d'une personne de l'équipe…",
+    personJoined: "{n} a rejoint la conversation.",
+    personTyping: "{n} écrit…",
   },
 };
 

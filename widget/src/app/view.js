@@ -75,7 +75,9 @@ export class View {
     this.newItem = h("button", { type: "button", role: "menuitem", text: t("newConversation"),
       onclick: () => { this.toggleMenu(false); on.newConversation(); } });
     this.menu = h("ul", { class: "menu", role: "menu", id: `${id}-menu`, "aria-label": t("options"), hidden: true },
-      h("li", { role: "none" }, this.newItem));
+      h("li", { role: "none" }, this.newItem),
+      h("li", { role: "none" }, h("button", { type: "button", role: "menuitem", text: t("person"),
+        onclick: () => { this.toggleMenu(false); on.person(); } })));
     this.closeButton = h("button", { class: "icon", type: "button", "aria-label": t("close"),
       onclick: () => on.close() }, icon("close"));
 
@@ -92,7 +94,7 @@ export class View {
         on.send();
       }
     });
-    this.input.addEventListener("input", () => this.fitInput());
+    this.input.addEventListener("input", () => { this.fitInput(); on.type(); });
     this.sendButton = h("button", { class: "btn", type: "submit", text: t("send") });
     this.stopButton = h("button", { class: "btn secondary", type: "button", text: t("stop"), hidden: true,
       onclick: () => on.stop() });
@@ -193,6 +195,7 @@ export class View {
       const body = h("div", { class: "md" });
       body.append(renderMarkdown(m.text, { streaming }));
       el.replaceChildren(body);
+      if (m.author) el.prepend(h("span", { class: "who", text: m.author }));
     }
     // A reply with no text yet is the typing indicator's, not an empty bubble.
     el.hidden = !m.text && writing(m);
@@ -206,13 +209,13 @@ export class View {
   removeMessage(m) { if (m.el) m.el.remove(); }
 
   /** The typing indicator: "queued", "typing", or null to hide it. */
-  setStatus(state) {
+  setStatus(state, vars) {
     if (!state) {
       this.status.replaceChildren();
       return;
     }
     const dots = h("span", { class: "dots", "aria-hidden": "true" }, h("span"), h("span"), h("span"));
-    this.status.replaceChildren(dots, h("span", { text: this.t(state) }));
+    this.status.replaceChildren(dots, h("span", { text: this.t(state, vars) }));
   }
 
   setAlert(text) {

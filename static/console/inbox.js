@@ -1,0 +1,73 @@
+// The agent's conversation page: the live transcript and typing over the agent socket
+// (/ws/agent/<tenant>/<conversation>/, docs/protocol.md), replies and notes posted
+// without a page load. Without this script the forms still post and the page reloads.
+(function () {
+  const log = document.getElementById("transcript");
+  if (!log) return;
+  const form = document.getElementById("reply");
+  const box = document.getElementById("reply-text");
+  const typing = document.getElementById("typing");
+  const error = document.getElementById("reply-error");
+  const state = document.getElementById("handoff-state");
+  const STATES = { bot: "bot", pending_human: "pending human", human: "human", resolved: "resolved" };
+  let sock = null, typedAt = 0, typingTimer = 0;
+
+  function add(m) {
+    if (m.id && log.querySelector(`[data-id="${m.id}"]`)) return;
+    const el = document.createElement("article");
+    el.className = `msg ${m.role}`;
+    el.dataset.id = m.id || "";
+    const who = document.createElement("div");
+    const name = document.createElement("span");
+    name.className = "who";
+    name.textContent = m.role === "agent" ? m.author : m.role === "note" ? `Internal note · ${m.author}`
+      : m.role === "user" ? "Visitor" : "Assistant";
+    who.append(name);
+    const text = document.createElement("div");
+    text.className = "content";
+    text.textContent = m.text;
+    el.append(who, text);
+    log.append(el);
+    el.scrollIntoView({ block: "end" });
+  }
+
+  function connect() {
+    const url = new URL(log.dataset.socket, location.href);
+    url.protocol = location.protocol === "https:" ? "wss:" : "ws:";
+    sock = new WebSocket(url);
+    sock.onmessage = (e) => {
+      const f = JSON.parse(e.data);
+      if (f.type === "message") add(f);
+      else if (f.type === "handoff") state.textContent = STATES[f.state] || f.state;
+      else if (f.type === "typing" && f.from === "visitor") {
+        typing.textContent = "The visitor is typing…";
+        clearTimeout(typingTimer);
+        typingTimer = setTimeout(() => { typing.textContent = ""; }, 4000);
+      } else if (f.type === "error") error.textContent = f.detail || f.message;
+    };
+    sock.onclose = (e) => { if (e.code < 4000) setTimeout(connect, 1000); };
+  }
+  connect();
+
+  box.addEventListener("input", () => {
+    const now = Date.now();
+    if (sock && sock.readyState === 1 && now - typedAt > 2000) {
+      typedAt = now;
+      sock.send(JSON.stringify({ type: "typing" }));
+    }
+  });
+
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const note = e.submitter && e.submitter.dataset.note;
+    const body = new FormData(form);
+    error.textContent = "";
+    const r = await fetch(note ? form.dataset.note : form.action,
+      { method: "POST", body, headers: { Accept: "application/json" }, credentials: "same-origin" });
+    const answer = await r.json().catch(() => ({}));
+    if (!r.ok) { error.textContent = answer.detail || "Not sent."; return; }
+    if (answer.message) add(answer.message);
+    box.value = "";
+    box.focus();
+  });
+})();

@@ -1,0 +1,99 @@
+"""The agent socket, `/ws/agent/<tenant slug>/<conversation id>/`: the console's live
+transcript of one conversation handed to a person (docs/protocol.md).
+
+Signed in by the console's session (AuthMiddlewareStack, same-origin only), and resolved
+through tenants.membership like every console page: a tenant that is not the person's,
+or a conversation that is not the tenant's, is refused exactly as a missing one (close
+4404), and a role without Can.INBOX is closed 4403. Thin: it forwards the conversation's
+live events (inference.wire.events) and tells others when the agent types; replies,
+notes, claims and resolves are the inbox's POSTs (views/inbox.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from inference.wire import events
+from inference.wire.connections import get_async_redis
+from tandem.chat import ownership
+from tandem.chat.models import Conversation
+from tenants import membership
+from tenants.membership import Can
+
+log = logging.getLogger(__name__)
+CLOSE_NOT_FOUND, CLOSE_FORBIDDEN, CLOSE_UNAUTHORIZED = 4404, 4403, 4401
+MAX_FRAME_BYTES = 4096
+
+
+def _resolve(user, slug, conversation_id) -> tuple[str, str]:
+    """(conversation id, the agent's display name), or NotVisible / NotAllowed."""
+    access = membership.tenant_access(user=user, slug=slug, need=Can.VIEW)
+    conv = membership.tenant_object(access, Conversation.objects.all(), what="conversation", pk=conversation_id)
+    access.require(Can.INBOX)
+    return str(conv.pk), ownership.display_name(user)
+
+
+class AgentConsumer(AsyncWebsocketConsumer):
+    channel_layer_alias = "tandem-consumers-use-no-layer"
+
+    async def connect(self):
+        self.task, self.redis, self.conversation_id = None, None, None
+        await self.accept()
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self._close(CLOSE_UNAUTHORIZED, "not_signed_in", "Sign in to the console first.")
+            return
+        kw = self.scope["url_route"]["kwargs"]
+        try:
+            self.conversation_id, self.name = await database_sync_to_async(_resolve)(
+                user, kw["slug"], kw["conversation_id"])
+        except membership.NotAllowed:
+            await self._close(CLOSE_FORBIDDEN, "forbidden", "Your role may not use the inbox.")
+            return
+        except membership.NotVisible:
+            await self._close(CLOSE_NOT_FOUND, "conversation_not_found", "No such conversation.")
+            return
+        self.redis = get_async_redis()
+        self.typed_at = 0.0
+        self.task = asyncio.create_task(self._forward())
+
+    async def _close(self, code: int, error: str, text: str):
+        await self.send(text_data=json.dumps({"type": "error", "code": error, "message": text, "detail": text}))
+        await self.close(code=code)
+
+    async def disconnect(self, code):
+        if self.task:
+            self.task.cancel()
+        if self.redis is not None:
+            await self.redis.aclose()
+
+    async def _forward(self):
+        try:
+            async for event in events.tail(self.redis, self.conversation_id):
+                if event["type"] != "idle":
+                    event.pop("audience", None)
+                    await self.send(text_data=json.dumps(event))
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("agent socket for %s failed", self.conversation_id)
+            await self.close(code=1011)
+
+    async def receive(self, text_data=None, bytes_data=None):
+        if self.task is None or not text_data or len(text_data) > MAX_FRAME_BYTES:
+            return
+        try:
+            frame = json.loads(text_data)
+        except ValueError:
+            return
+        if isinstance(frame, dict) and frame.get("type") == "typing":
+            now = time.monotonic()
+            if now - self.typed_at >= 2.0:
+                self.typed_at = now
+                await database_sync_to_async(ownership.typing)(
+                    conversation_id=self.conversation_id, who="agent", name=self.name)

@@ -1,0 +1,78 @@
+"""Tenant → Inbox: the conversations handed to a person, for agents, admins and owners
+(Can.INBOX). Claim, reply, internal notes and resolve are POSTs to tandem.chat.ownership;
+the live transcript and typing come over the agent socket (tandem.console.agent_socket).
+Another tenant's conversation id is a 404 like a missing one (views/base.tenant_page)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import JsonResponse
+from django.shortcuts import redirect
+
+from inference.text.validation import InvalidInput
+from tandem.chat import inbox as chat_inbox
+from tandem.chat import ownership
+from tandem.chat.models import Conversation
+from tenants.membership import Can
+
+from .base import Obj, render_page, tenant_page
+
+CONVERSATION = {"conversation_id": Obj("conv", Conversation.objects.all(), "conversation")}
+INBOX = {"read": Can.INBOX, "write": Can.INBOX}
+
+
+@tenant_page(methods=("GET",), **INBOX)
+def inbox(request, access):
+    return render_page(request, "console/inbox.html",
+                       {"rows": chat_inbox.inbox_list(tenant=access.tenant, agent=request.user),
+                        "stats": chat_inbox.handoff_stats(tenant=access.tenant)},
+                       access=access, nav="inbox")
+
+
+@tenant_page(methods=("GET",), **INBOX)
+def inbox_rows(request, access):
+    """The list alone, which the page polls (htmx) so a new hand-over shows within a second."""
+    return render_page(request, "console/partials/inbox_rows.html",
+                       {"rows": chat_inbox.inbox_list(tenant=access.tenant, agent=request.user)}, access=access)
+
+
+@tenant_page(methods=("GET",), objects=CONVERSATION, **INBOX)
+def inbox_conversation(request, access, conv):
+    return render_page(request, "console/inbox_conversation.html",
+                       {"conversation": conv, "items": chat_inbox.inbox_transcript(conv),
+                        "mine": conv.handoff == Conversation.Handoff.HUMAN and conv.assignee_id == request.user.pk},
+                       access=access, nav="inbox")
+
+
+@tenant_page(methods=("POST",), objects=CONVERSATION, **INBOX)
+def inbox_action(request, access, conv, action):
+    """claim | resolve | reply | note. A fetch() (the page's script) gets JSON; a plain
+    form post is redirected back with a message."""
+    status, text = 200, ""
+    try:
+        if action == "claim":
+            ownership.conversation_claim(conversation=conv, agent=request.user)
+            text = "You are answering this conversation."
+        elif action == "resolve":
+            if not ownership.conversation_resolve(conversation=conv):
+                status, text = 409, "This conversation is not with a person."
+            else:
+                text = "Resolved: the assistant answers the visitor's next message."
+        else:
+            msg = ownership.agent_message(conversation=conv, agent=request.user,
+                                          text=request.POST.get("text", ""), note=action == "note")
+            if _wants_json(request):
+                return JsonResponse({"ok": True, "message": ownership.message_event(msg)})
+    except (ownership.Taken, ownership.NotYours) as exc:
+        status, text = 409, str(exc)
+    except InvalidInput as exc:
+        status, text = 400, str(exc)
+    if _wants_json(request):
+        return JsonResponse({"ok": status == 200, "detail": text, "state": conv.handoff}, status=status)
+    if text:
+        (messages.success if status == 200 else messages.error)(request, text)
+    return redirect("console:inbox_conversation", slug=access.tenant.slug, conversation_id=conv.pk)
+
+
+def _wants_json(request) -> bool:
+    return "application/json" in request.headers.get("Accept", "")
