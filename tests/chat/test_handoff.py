@@ -1,0 +1,145 @@
+"""Handing a conversation to a person (tandem.chat.ownership): the owner's state machine,
+atomic claims, and a visitor's messages while a person owns the conversation — stored
+for them, nothing sent to the model tiers. Real database and Redis; the CPU tier's hop
+runs in-process for the "asks in words" case."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection
+
+from inference.pipeline import cpu
+from inference.wire import keys, streams
+from tandem.chat import ownership, services
+from tandem.chat.models import Conversation, Message
+from tandem.chat.visitors import visitor_establish
+from tenants.models import ApiKey, UsageRecord
+from tenants.services import api_key_authenticate
+from tests.factories import UserFactory, make_tenant
+
+pytestmark = pytest.mark.django_db(transaction=True)
+H = Conversation.Handoff
+
+
+@pytest.fixture
+def site(redis_client):
+    created = make_tenant()
+    for key in redis_client.scan_iter(f"tandem:quota:{created.tenant.pk}:*"):
+        redis_client.delete(key)
+    key = api_key_authenticate(plaintext=created.widget_key.plaintext, kind=ApiKey.Kind.WIDGET)
+    visitor = visitor_establish(tenant=created.tenant, visitor_id="visitor-1")
+    conv = Conversation.objects.create(tenant=created.tenant, channel="widget", visitor_id="visitor-1")
+    return created.tenant, key, visitor, conv
+
+
+def send(site, text: str):
+    _, key, visitor, conv = site
+    return services.chat_submit(api_key=key, messages=[("user", text)], conversation_id=str(conv.pk),
+                                visitor=visitor)
+
+
+def request_keys(redis_client) -> list:
+    return list(redis_client.scan_iter("tandem:req:*"))
+
+
+def test_two_agents_claiming_at_the_same_moment_make_exactly_one_owner(site):
+    conv = site[3]
+    ownership.handoff_request(conversation=conv, reason="button")
+    agents = [UserFactory(), UserFactory()]
+    barrier, won, lost = threading.Barrier(2), [], []
+
+    def claim(agent):
+        try:
+            mine = Conversation.objects.get(pk=conv.pk)  # each agent's own read
+            barrier.wait()
+            ownership.conversation_claim(conversation=mine, agent=agent)
+            won.append(agent)
+        except ownership.Taken as exc:
+            lost.append((agent, str(exc)))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=claim, args=(a,)) for a in agents]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(won) == 1 and len(lost) == 1
+    conv.refresh_from_db()
+    assert conv.handoff == H.HUMAN and conv.assignee == won[0]
+    assert won[0].username in lost[0][1]  # the loser is told who answers
+
+
+def test_while_a_person_owns_it_a_visitor_message_reaches_the_inbox_and_nothing_is_prefilled(site, redis_client):
+    tenant, _, _, conv = site
+    agent = UserFactory()
+    ownership.conversation_claim(conversation=conv, agent=agent)
+    before = request_keys(redis_client)
+    with pytest.raises(ownership.HeldForPerson) as held:
+        send(site, "Are you still there?")
+    msg = held.value.message
+    assert Message.objects.get(pk=msg.pk).content == "Are you still there?"
+    assert not Message.objects.filter(conversation=conv, role=Message.Role.ASSISTANT).exists()
+    assert request_keys(redis_client) == before  # no request spec, so no task for any tier
+    assert not UsageRecord.objects.filter(tenant=tenant).exists()
+    assert not redis_client.llen("cpu")  # nothing on the CPU tier's queue
+    events = [e for _, e in redis_client.xrange(keys.conversation_events(str(conv.pk)))]
+    assert any(b'"Are you still there?"' in e[b"e"] for e in events)  # the agents' sockets hear it
+
+
+def test_an_agent_replies_only_once_they_own_it_and_notes_never_reach_a_prompt(site):
+    conv = site[3]
+    agent, other = UserFactory(first_name="Maya"), UserFactory()
+    with pytest.raises(ownership.NotYours):
+        ownership.agent_message(conversation=conv, agent=agent, text="Hello")
+    ownership.conversation_claim(conversation=conv, agent=agent)
+    with pytest.raises(ownership.NotYours):
+        ownership.agent_message(conversation=conv, agent=other, text="Me too")
+    reply = ownership.agent_message(conversation=conv, agent=agent, text="Hi, Maya here.")
+    ownership.agent_message(conversation=conv, agent=other, text="VIP customer", note=True)
+    assert reply.author == agent and reply.author_name == "Maya"
+    conv.refresh_from_db()
+    assert conv.first_human_reply_at is not None
+    history = services.prompt_history(conv)
+    assert {"role": "assistant", "content": "Hi, Maya here."} in history
+    assert all("VIP" not in m["content"] for m in history)
+
+
+def test_after_resolve_the_next_visitor_message_goes_back_to_the_bot(site, redis_client):
+    conv = site[3]
+    ownership.conversation_claim(conversation=conv, agent=UserFactory())
+    assert ownership.conversation_resolve(conversation=conv)
+    assert not ownership.conversation_resolve(conversation=conv)  # once
+    sub = send(site, "One more question")
+    conv.refresh_from_db()
+    assert conv.handoff == H.BOT
+    assert sub.assistant_message.status == Message.Status.QUEUED
+    assert redis_client.exists(keys.request(str(sub.assistant_message.pk)))
+
+
+def test_asking_for_a_person_in_words_hands_over_in_the_cpu_tier_without_a_model_call(site, redis_client):
+    tenant, _, _, conv = site
+    sub = send(site, "This is useless, I want to talk to a real person please")
+    request_id = str(sub.assistant_message.pk)
+    assert cpu.preprocess_request(request_id) is None  # ended in the CPU tier
+    reply = Message.objects.get(pk=request_id)
+    assert reply.status == Message.Status.DONE and reply.finish_reason == "handover" and reply.content
+    conv.refresh_from_db()
+    assert conv.handoff == H.PENDING_HUMAN and conv.handoff_reason == "words"
+    records = streams.read_all(redis_client, request_id)
+    assert records[-1]["type"] == "end" and records[-1]["finish_reason"] == "handover"
+    assert not UsageRecord.objects.filter(tenant=tenant).exists()
+    # The next message waits for the person, too.
+    with pytest.raises(ownership.HeldForPerson):
+        send(site, "Hello?")
+
+
+def test_a_tenant_that_turns_the_words_off_keeps_the_bot(site):
+    tenant, _, _, conv = site
+    tenant.handover_patterns = "-"
+    tenant.save()
+    spec = ownership.handover_spec(tenant=tenant, channel="widget")
+    from inference.text.handover import asks_for_person
+    assert not asks_for_person("talk to a human", spec["handover_patterns"])
