@@ -36,6 +36,8 @@ def test_the_sweep_sees_the_console_and_its_ids():
     params = {name for _, _, names in patterns for name in names}
     assert len(patterns) > 20
     assert {"slug", "key_id", "membership_id", "conversation_id", "pool_id"} <= params
+    names = {name for name, _, _ in patterns}
+    assert {"inbox_conversation", "inbox_claim", "inbox_reply", "inbox_note", "inbox_resolve"} <= names
 
 
 def other_tenants_values(world) -> dict[str, list[dict]]:
@@ -75,8 +77,14 @@ def _converter(route: str, name: str) -> str:
     return route[opening + 1:start]
 
 
-def test_an_owner_of_one_tenant_gets_404_for_every_object_of_another(client, world):
-    client.force_login(world.owner_a)
+@pytest.mark.parametrize("role", ["owner", "agent"])
+def test_an_owner_or_agent_of_one_tenant_gets_404_for_every_object_of_another(client, world, role):
+    if role == "agent":  # the inbox's own role: B's conversations are missing to it as well
+        agent = world.viewer_a
+        Membership.objects.filter(user=agent).update(role=Membership.Role.AGENT)
+        client.force_login(agent)
+    else:
+        client.force_login(world.owner_a)
     swept = 0
     for name, route, names in console_patterns():
         if not names:
