@@ -14,11 +14,12 @@ pytestmark = pytest.mark.django_db
 
 
 def test_each_role_has_exactly_its_capabilities():
-    table = {role: {c for c in Can if membership.role_can(role, c)} for role in ("viewer", "admin", "owner", "staff")}
+    table = {role: {c for c in Can if membership.role_can(role, c)} for role in ("viewer", "agent", "admin", "owner", "staff")}
     assert table == {
         "viewer": {Can.VIEW},
-        "admin": {Can.VIEW, Can.MANAGE},
-        "owner": {Can.VIEW, Can.MANAGE, Can.MEMBERS, Can.AUDIT},
+        "agent": {Can.VIEW, Can.INBOX},
+        "admin": {Can.VIEW, Can.MANAGE, Can.INBOX},
+        "owner": {Can.VIEW, Can.MANAGE, Can.MEMBERS, Can.AUDIT, Can.INBOX},
         "staff": set(Can),
     }
     assert not membership.role_can(None, Can.VIEW)
@@ -74,7 +75,7 @@ def test_the_services_refuse_what_the_rules_refuse(world):
     with pytest.raises(ValidationError):
         services.quota_update(tenant=world.a.tenant, requests_per_minute=-1)
     with pytest.raises(ValidationError, match="Role must be"):
-        services.member_add(tenant=world.a.tenant, identifier=world.owner_b.username, role="agent")
+        services.member_add(tenant=world.a.tenant, identifier=world.owner_b.username, role="superhero")
     assert services.origins_clean([" HTTPS://Shop.Example/ ", "https://shop.example"]) == ["https://shop.example"]
     for bad in ("ftp://x.example", "https://x.example/path", "https://user@x.example", "https://x.example:99999"):
         with pytest.raises(ValidationError):
