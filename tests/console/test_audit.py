@@ -8,6 +8,7 @@ import re
 import pytest
 
 from tenants.models import AuditLog, ComputePool, Membership
+from tests.console.conftest import admin_form_data
 
 pytestmark = pytest.mark.django_db
 
@@ -38,13 +39,7 @@ def test_a_quota_change_in_the_django_admin_is_logged_too(client, world):
     world.staff.save()
     tenant = world.a.tenant
     page = client.get(f"/admin/tenants/tenant/{tenant.pk}/change/")
-    form = {"slug": tenant.slug, "name": tenant.name, "is_active": "on", "system_prompt": tenant.system_prompt}
-    for inline in page.context["inline_admin_formsets"]:
-        formset = inline.formset
-        form.update({f"{formset.prefix}-{k}": v for k, v in formset.management_form.initial.items()})
-        for f in formset.forms:
-            form.update({f.add_prefix(name): f[name].value() for name in f.fields if f[name].value() is not None})
-    form["quota-0-requests_per_minute"] = 7
+    form = admin_form_data(page, **{"quota-0-requests_per_minute": 7})
     assert client.post(f"/admin/tenants/tenant/{tenant.pk}/change/", form).status_code == 302
     record = AuditLog.objects.get(entity="quota", tenant=tenant)
     assert record.changes == {"requests_per_minute": [60, 7]} and record.source == "admin"

@@ -2,6 +2,7 @@ import pytest
 
 from inference.wire.connections import get_redis
 from inference.worker.heartbeats import HeartbeatThread
+from tests.console.conftest import admin_form_data
 from tests.factories import UserFactory, make_tenant
 
 pytestmark = pytest.mark.django_db
@@ -39,12 +40,7 @@ def test_a_tenant_added_in_the_admin_with_its_inlines_untouched_gets_the_default
     page = client.get("/admin/tenants/tenant/add/")
     # What a browser submits: the tenant's fields, and the inline forms (quota,
     # allocation) exactly as the page fills them in, which Django saves nothing for.
-    form = {"slug": "admin-made", "name": "Admin Made", "is_active": "on", "system_prompt": "Be kind."}
-    for inline in page.context["inline_admin_formsets"]:
-        formset = inline.formset
-        form.update({f"{formset.prefix}-{k}": v for k, v in formset.management_form.initial.items()})
-        for f in formset.forms:
-            form.update({f.add_prefix(name): f[name].value() for name in f.fields if f[name].value() is not None})
+    form = admin_form_data(page, slug="admin-made", name="Admin Made", is_active="on", system_prompt="Be kind.")
     resp = client.post("/admin/tenants/tenant/add/", form)
     assert resp.status_code == 302
     tenant = Tenant.objects.get(slug="admin-made")

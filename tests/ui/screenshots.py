@@ -1,21 +1,18 @@
 """The screenshots in docs/widget.md, taken on the demo page (a fictional company's site)
-with a real conversation: open and closed, desktop and a 375 px phone. Opt in with
-TANDEM_SCREENSHOTS=1 (they are files for the docs, not checks that every run needs);
-what they show is still asserted, so a broken widget fails rather than being pictured."""
+with a real conversation: open and closed, desktop and a 375 px phone. A tool, not a
+test: `make test` does not collect it (its name is not test_*.py); run it by name,
+`.venv/bin/python -m pytest tests/ui/screenshots.py`. What the pictures show is still
+asserted, so a broken widget fails rather than being pictured."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from tests.factories import make_tenant
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not os.environ.get("TANDEM_SCREENSHOTS"), reason="set TANDEM_SCREENSHOTS=1 to refresh docs/widget/"),
-]
+pytestmark = pytest.mark.django_db(transaction=True)
 OUT = Path(__file__).resolve().parents[2] / "docs" / "widget"
 
 
