@@ -4,7 +4,18 @@ views/base.py), which tests/console/test_idor.py checks for every pattern here."
 
 from django.urls import path
 
-from .views import assistant, audit, auth, conversations, hardware, inbox, keys, members, overview, tenants
+from .views import (
+    assistant,
+    audit,
+    auth,
+    conversations,
+    hardware,
+    inbox,
+    keys,
+    members,
+    overview,
+    tenants,
+)
 
 app_name = "console"
 

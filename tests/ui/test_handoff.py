@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import websockets.exceptions
 import websockets.sync.client as ws_client
 
 from tandem.chat.models import Conversation, Message
@@ -111,7 +112,7 @@ def test_a_visitor_asks_for_a_person_an_agent_claims_and_replies_live_and_resolv
                                    additional_headers={"Cookie": f"sessionid={cookie['value']}"}) as sock:
                 frame = json.loads(sock.recv(timeout=10))
                 assert frame["code"] == "conversation_not_found", slug
-                with pytest.raises(Exception):
+                with pytest.raises(websockets.exceptions.ConnectionClosed):
                     sock.recv(timeout=10)
                 assert sock.close_code == 4404
     finally:
