@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "tenants",
+    "knowledge",
     "inference",
     "tandem.chat",
     "tandem.api",
