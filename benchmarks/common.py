@@ -601,10 +601,9 @@ def stage_times(client, trace: Trace) -> dict:
     a batch, forward, sampling), and outside_engine = TTFT - engine: the platform's own
     time, whatever the forward took. Also returns the spec's prompt ids (to check the
     engine-alone run used the same)."""
-    from inference.wire.streams import decode_record
-
     from inference.wire import keys
     from inference.wire.spec import load
+    from inference.wire.streams import decode_record
 
     if trace.message_id is None:
         return {}

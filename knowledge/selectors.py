@@ -51,8 +51,8 @@ def retrieve(*, tenant_id: int, message: str, context: str = "", k: int, min_sco
              language: str = "english") -> list[Hit]:
     """The tenant's top `k` chunks for `message` (plus a few words of `context`, the
     previous user message), best first: one query, the tenant inside it."""
-    terms = query_terms(message)
-    for term in query_terms(context)[:CONTEXT_TERMS]:
+    terms = query_terms(message, language=language)
+    for term in query_terms(context, language=language)[:CONTEXT_TERMS]:
         if term not in terms:
             terms.append(term)
     return backend_for().search(tenant_id=tenant_id, terms=terms, k=k, min_score=min_score, language=language)

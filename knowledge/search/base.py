@@ -26,6 +26,21 @@ from typing import Protocol
 # Words a question contributes to its query, the newest message's first.
 MAX_QUERY_TERMS = 32
 
+# English stop words, left out of a query before it reaches either backend: PostgreSQL's
+# `english` configuration drops them itself, SQLite's FTS5 has no stop-word list, and
+# "how do I" matches every article. (PostgreSQL's english.stop, the Snowball list.)
+ENGLISH_STOP_WORDS = frozenset("""
+i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she
+her hers herself it its itself they them their theirs themselves what which who whom this that
+these those am is are was were be been being have has had having do does did doing a an the and
+but if or because as until while of at by for with about against between into through during
+before after above below to from up down in out on off over under again further then once here
+there when where why how all any both each few more most other some such no nor not only own
+same so than too very s t can will just don should now ll re ve d m o y ain aren couldn didn
+doesn hadn hasn haven isn ma mightn mustn needn shan shouldn wasn weren won wouldn
+""".split())
+STOP_WORDS = {"english": ENGLISH_STOP_WORDS}
+
 
 @dataclass(frozen=True)
 class Hit:
@@ -50,10 +65,12 @@ class SearchBackend(Protocol):
         """The tenant's top `k` chunks for `terms`, best first, in one query."""
 
 
-def query_terms(*texts: str, limit: int = MAX_QUERY_TERMS) -> list[str]:
-    """The distinct words of `texts` (in order, lower-cased, letters and digits only) that a
-    query ORs together: the first text's first, at most `limit`. Nothing else of the text
-    reaches either database's query syntax, so no word can act as an operator."""
+def query_terms(*texts: str, limit: int = MAX_QUERY_TERMS, language: str = "english") -> list[str]:
+    """The distinct words of `texts` (in order, lower-cased, letters and digits only, the
+    language's stop words left out) that a query ORs together: the first text's first, at
+    most `limit`. Nothing else of the text reaches either database's query syntax, so no
+    word can act as an operator."""
+    stop = STOP_WORDS.get(language, frozenset())
     seen: dict[str, None] = {}
     for text in texts:
         word: list[str] = []
@@ -61,7 +78,7 @@ def query_terms(*texts: str, limit: int = MAX_QUERY_TERMS) -> list[str]:
             if ch.isalnum():
                 word.append(ch)
                 continue
-            if len(word) > 1 and len(word) <= 64:
+            if 1 < len(word) <= 64 and "".join(word) not in stop:
                 seen.setdefault("".join(word), None)
                 if len(seen) >= limit:
                     return list(seen)
