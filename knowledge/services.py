@@ -76,10 +76,22 @@ class ImportResult:
 # -- validation -------------------------------------------------------------------------
 
 
+def storable(text: str) -> str:
+    """`text` without what no database column can hold: NUL characters (PostgreSQL
+    refuses them) and lone surrogates (not encodable as UTF-8)."""
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "ignore").decode("utf-8")
+    return text
+
+
 def _clean_title(title, prefix: str) -> str:
-    if not isinstance(title, str) or not title.strip():
+    if not isinstance(title, str) or not storable(title).strip():
         raise KnowledgeInputError(f"{prefix}title", "title must be a non-empty string.")
-    title = " ".join(title.split())
+    title = " ".join("".join(ch for ch in storable(title) if ch.isprintable() or ch.isspace()).split())
     if len(title) > MAX_TITLE_CHARS:
         raise KnowledgeInputError(f"{prefix}title", f"title is {len(title)} characters; the limit is {MAX_TITLE_CHARS}.")
     return title
@@ -104,7 +116,7 @@ def _clean_tags(tags, prefix: str) -> list[str]:
         raise KnowledgeInputError(f"{prefix}tags", f"tags must be a list of at most {MAX_TAGS} strings.")
     cleaned = []
     for t in tags:
-        t = " ".join(t.split())
+        t = " ".join(storable(t).split())
         if not t or len(t) > MAX_TAG_CHARS:
             raise KnowledgeInputError(f"{prefix}tags", f"each tag must have 1 to {MAX_TAG_CHARS} characters.")
         if t not in cleaned:
@@ -113,11 +125,12 @@ def _clean_tags(tags, prefix: str) -> list[str]:
 
 
 def _clean_body(body, fmt, prefix: str) -> tuple[str, str]:
-    """(format, text) for a body; raises for an empty, oversize or scripted one."""
+    """(format, body, text) for a body; raises for an empty, oversize or scripted one."""
     if fmt not in FORMATS:
         raise KnowledgeInputError(f"{prefix}format", f"format must be one of {', '.join(FORMATS)}.")
     if not isinstance(body, str) or not body.strip():
         raise KnowledgeInputError(f"{prefix}body", "body must be a non-empty string.")
+    body = storable(body)
     if len(body) > MAX_BODY_CHARS:
         raise KnowledgeInputError(f"{prefix}body", f"body is {len(body)} characters; the limit is {MAX_BODY_CHARS}.")
     try:
@@ -126,17 +139,17 @@ def _clean_body(body, fmt, prefix: str) -> tuple[str, str]:
         raise KnowledgeInputError(f"{prefix}body", str(exc)) from None
     if not text.strip():
         raise KnowledgeInputError(f"{prefix}body", "body has no text once its markup is removed.")
-    return fmt, text
+    return fmt, body, text
 
 
 def article_input_clean(data: ArticleInput, *, prefix: str = "") -> tuple[ArticleInput, str]:
     """The input with every field checked and normalised, and the body's text."""
     title = _clean_title(data.title, prefix)
-    fmt, text = _clean_body(data.body, data.format, prefix)
-    source = data.source if isinstance(data.source, str) else ""
+    fmt, body, text = _clean_body(data.body, data.format, prefix)
+    source = storable(data.source) if isinstance(data.source, str) else ""
     if len(source) > 500:
         raise KnowledgeInputError(f"{prefix}source", "source must have at most 500 characters.")
-    cleaned = ArticleInput(title=title, body=data.body, format=fmt, url=_clean_url(data.url, prefix),
+    cleaned = ArticleInput(title=title, body=body, format=fmt, url=_clean_url(data.url, prefix),
                            tags=_clean_tags(data.tags, prefix), source=source)
     return cleaned, text
 
@@ -174,7 +187,7 @@ def article_update(*, article: Article, **changes) -> Article:
         fields["tags"] = _clean_tags(changes["tags"], "")
     if "body" in changes or "format" in changes:
         body = changes.get("body", article.body)
-        fmt, text = _clean_body(body, changes.get("format", article.format), "")
+        fmt, body, text = _clean_body(body, changes.get("format", article.format), "")
         fields.update(body=body, format=fmt, text=text)
     reindex = any(fields.get(k, getattr(article, k)) != getattr(article, k) for k in ("title", "url", "text"))
     for k, v in fields.items():
