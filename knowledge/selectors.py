@@ -39,9 +39,14 @@ def settings_for(tenant: Tenant) -> KnowledgeSettings:
 
 
 def retrieval_spec(tenant: Tenant) -> dict:
-    """What the request spec carries for the CPU tier: {"k", "min_score", "language"},
-    or {} when the tenant switched retrieval off."""
-    s = settings_for(tenant)
+    """What the request spec carries for the CPU tier: {"k", "min_score", "language"};
+    {} when the tenant switched retrieval off, or never had an article indexed (its
+    settings row is made with its first): its prompts stay as they were, and the CPU
+    tier reads no database for them."""
+    try:
+        s = tenant.knowledge_settings
+    except KnowledgeSettings.DoesNotExist:
+        return {}
     if not s.enabled:
         return {}
     return {"k": s.top_k, "min_score": s.min_score, "language": s.language}

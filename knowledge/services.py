@@ -316,6 +316,9 @@ def article_index(*, article_id) -> Article | None:
             article.status, article.error = Article.Status.INDEXED, ""
             article.chunk_count, article.indexed_hash, article.indexed_at = len(pieces), digest, timezone.now()
             article.save(update_fields=["status", "error", "chunk_count", "indexed_hash", "indexed_at"])
+            # Retrieval starts with a tenant's first indexed article (selectors.retrieval_spec).
+            if not KnowledgeSettings.objects.filter(tenant_id=article.tenant_id).exists():
+                KnowledgeSettings.objects.create(tenant_id=article.tenant_id)
             return article
     except Exception as exc:
         log.exception("indexing article %s failed", article_id)

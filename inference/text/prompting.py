@@ -21,6 +21,7 @@ templates expect.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -113,10 +114,15 @@ def build_prompt(
     # exchange starts at every user message and the history ends with one.
     newest = exchanges[-1]
 
-    system, used = system_prompt, 0
+    used = 0
     if knowledge is not None:
-        system, used = _with_knowledge(tokenizer, system_prompt, knowledge, newest, max_prompt_tokens,
-                                       knowledge_share, history[-1]["content"])
+        used = _passages_that_fit(tokenizer, system_prompt, knowledge, newest, max_prompt_tokens,
+                                  knowledge_share, history[-1]["content"])
+
+    def system_for(n: int) -> str | None:
+        return system_prompt if knowledge is None else knowledge_system_prompt(system_prompt, knowledge[:n])
+
+    system = system_for(used)
 
     def encode_from(k: int) -> list[int]:
         kept = [m for exchange in exchanges[k:] for m in exchange]
@@ -127,6 +133,12 @@ def build_prompt(
         return PromptResult(token_ids=ids, n_tokens=len(ids), dropped_turns=0, knowledge_used=used)
     last = len(exchanges) - 1
     fitted = encode_from(last) if last > 0 else ids
+    # The passages were counted one by one; the render is what counts (a merge at a
+    # boundary can cost a token): drop from the lowest rank until the newest message fits.
+    while len(fitted) > max_prompt_tokens and used > 0:
+        used -= 1
+        system = system_for(used)
+        fitted = encode_from(last)
     if len(fitted) > max_prompt_tokens:
         raise PromptTooLong(
             n_tokens=len(fitted),
@@ -149,11 +161,12 @@ def build_prompt(
     return PromptResult(token_ids=fitted, n_tokens=len(fitted), dropped_turns=dropped, knowledge_used=used)
 
 
-def _with_knowledge(tokenizer: Any, system_prompt: str | None, passages: Sequence[str],
-                    newest: list[dict[str, str]], max_prompt_tokens: int, share: float,
-                    message: str) -> tuple[str, int]:
-    """(system message, passages kept) for a tenant with knowledge on: the passages that
-    fit beside the system prompt and the newest message, from the best."""
+def _passages_that_fit(tokenizer: Any, system_prompt: str | None, passages: Sequence[str],
+                       newest: list[dict[str, str]], max_prompt_tokens: int, share: float,
+                       message: str) -> int:
+    """How many passages, from the best, fit beside the system prompt and the newest
+    message, within `share` of the budget. Stops at the first that does not: a
+    lower-ranked passage never takes the place of a higher-ranked one."""
     fixed = _encode(tokenizer, knowledge_system_prompt(system_prompt, []), newest)
     if len(fixed) > max_prompt_tokens:
         raise PromptTooLong(
@@ -162,26 +175,33 @@ def _with_knowledge(tokenizer: Any, system_prompt: str | None, passages: Sequenc
             message_tokens=count_tokens(tokenizer, message),
         )
     room = min(max_prompt_tokens - len(fixed), int(max_prompt_tokens * share))
-    used = _fit_passages(tokenizer, passages, room=room)
-    # The count was per passage; the render is what counts (a merge at a boundary can
-    # cost a token): drop from the lowest rank until the exact render fits.
-    while used and len(_encode(tokenizer, knowledge_system_prompt(system_prompt, passages[:used]),
-                               newest)) > max_prompt_tokens:
-        used -= 1
-    return knowledge_system_prompt(system_prompt, passages[:used]), used
-
-
-def _fit_passages(tokenizer: Any, passages: Sequence[str], *, room: int) -> int:
-    """How many passages, from the best, fit in `room` tokens (each counted with its
-    number and the blank line before it). Stops at the first that does not: a lower-ranked
-    passage never takes the place of a higher-ranked one."""
     spent = 0
-    for i, p in enumerate(passages):
-        cost = count_tokens(tokenizer, f"\n\n[{i + 1}] {p}")
+    for i, cost in enumerate(_passage_costs(tokenizer, passages)):
         if spent + cost > room:
             return i
         spent += cost
     return len(passages)
+
+
+def _passage_costs(tokenizer: Any, passages: Sequence[str]) -> list[int]:
+    """Tokens each passage adds to the section (with its number and the blank line before
+    it). One encode of them all where the tokenizer reports offsets (fast tokenizers),
+    else one each."""
+    pieces = [f"\n\n[{i}] {p}" for i, p in enumerate(passages, 1)]
+    if not pieces:
+        return []
+    try:
+        offsets = tokenizer("".join(pieces), add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    except (NotImplementedError, TypeError, KeyError, ValueError):
+        return [count_tokens(tokenizer, p) for p in pieces]
+    starts = [start for start, _ in offsets]
+    costs, end, before = [], 0, 0
+    for piece in pieces:
+        end += len(piece)
+        upto = bisect.bisect_left(starts, end)  # tokens that start inside this piece or before
+        costs.append(upto - before)
+        before = upto
+    return costs
 
 
 def _check_history(history: Sequence[dict[str, str]]) -> None:

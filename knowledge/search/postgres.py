@@ -28,6 +28,14 @@ def config_for(language: str) -> str:
     return language if language in LANGUAGES else "simple"
 
 
+def chunk_vector(language: str) -> SearchVector:
+    """A chunk's tsvector: title A, heading B, text C, in the language's configuration."""
+    config = config_for(language)
+    return (SearchVector("title", weight="A", config=config)
+            + SearchVector("heading", weight="B", config=config)
+            + SearchVector("text", weight="C", config=config))
+
+
 class PostgresBackend:
     vendor = "postgresql"
 
@@ -35,11 +43,7 @@ class PostgresBackend:
         self.using = using
 
     def index_article(self, *, article_id, language: str) -> None:
-        config = config_for(language)
-        vector = (SearchVector("title", weight="A", config=config)
-                  + SearchVector("heading", weight="B", config=config)
-                  + SearchVector("text", weight="C", config=config))
-        Chunk.objects.using(self.using).filter(article_id=article_id).update(search_vector=vector)
+        Chunk.objects.using(self.using).filter(article_id=article_id).update(search_vector=chunk_vector(language))
 
     def search(self, *, tenant_id: int, terms: list[str], k: int, min_score: float,
                language: str) -> list[Hit]:
