@@ -98,8 +98,9 @@ def synthetic_chunks(tenant, n: int, rng: random.Random) -> None:
     index them on SQLite; one UPDATE computes the vectors on PostgreSQL)."""
     from django.db import connection, transaction
 
-    from knowledge.models import Article, Chunk
+    from knowledge.models import Article, Chunk, KnowledgeSettings
     from knowledge.search.postgres import chunk_vector
+    from knowledge.terms import counts, terms_adjust
 
     sentences = []
     titles = []
@@ -117,13 +118,15 @@ def synthetic_chunks(tenant, n: int, rng: random.Random) -> None:
                 Article(tenant=tenant, title=f"{rng.choice(titles)} ({start + i})", body="synthetic", text="synthetic",
                         status=Article.Status.INDEXED, chunk_count=per_article)
                 for i in range(0, count, per_article)])
-            Chunk.objects.bulk_create([
+            chunks = Chunk.objects.bulk_create([
                 Chunk(tenant=tenant, article=articles[i // per_article], ordinal=i % per_article,
                       title=articles[i // per_article].title,
                       text=". ".join(rng.sample(sentences, 6)) + ". " + " ".join(rng.sample(tail, 4)), n_words=120)
                 for i in range(count)], batch_size=500)
+            terms_adjust(tenant_id=tenant.pk, added=counts((c.title, c.heading, c.text) for c in chunks))
         if connection.vendor == "postgresql":
             Chunk.objects.filter(tenant=tenant).update(search_vector=chunk_vector("english"))
+        KnowledgeSettings.objects.get_or_create(tenant=tenant)  # as the first indexed article makes it
     if connection.vendor == "sqlite":
         with connection.cursor() as cursor:
             cursor.execute("INSERT INTO knowledge_chunk_fts(knowledge_chunk_fts) VALUES ('optimize')")

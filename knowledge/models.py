@@ -115,6 +115,19 @@ class Chunk(models.Model):
         return f"chunk {self.article_id}#{self.ordinal}"
 
 
+class Term(models.Model):
+    """How many of a tenant's chunks hold a word (as `search.query_terms` spells it); the
+    row with the empty word holds the tenant's chunk count. Kept by indexing, read
+    inside the retrieval query to leave out words most chunks hold (`search.base`)."""
+
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="+", db_index=False)
+    word = models.CharField(max_length=64, blank=True)
+    df = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant", "word"], name="uniq_term_word")]
+
+
 class Citation(models.Model):
     """A source one reply was grounded in: what the prompt held, by rank. Title and URL
     are copied, so a transcript still names a source after its article is deleted."""

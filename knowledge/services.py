@@ -30,6 +30,7 @@ from .cleaning import UnsafeHtml, body_to_text
 from .models import LANGUAGES, MAX_TOP_K, Article, Chunk, Citation, KnowledgeSettings
 from .search import backend_for
 from .selectors import settings_for
+from .terms import counts, terms_adjust
 
 log = logging.getLogger(__name__)
 
@@ -205,7 +206,9 @@ def article_delete(*, article: Article) -> None:
     """Delete the article; its chunks (and their full-text rows) go in the same
     transaction, so retrieval never returns them again."""
     with transaction.atomic():
-        Chunk.objects.filter(article_id=article.pk).delete()
+        old = Chunk.objects.filter(article_id=article.pk)
+        terms_adjust(tenant_id=article.tenant_id, removed=counts(old.values_list("title", "heading", "text")))
+        old.delete()
         article.delete()
 
 
@@ -306,7 +309,10 @@ def article_index(*, article_id) -> Article | None:
             if article.status == Article.Status.INDEXED and article.indexed_hash == digest:
                 return article
             pieces = chunk_text(article.text, title=article.title)
-            Chunk.objects.filter(article_id=article.pk).delete()
+            old = Chunk.objects.filter(article_id=article.pk)
+            terms_adjust(tenant_id=article.tenant_id, removed=counts(old.values_list("title", "heading", "text")),
+                         added=counts((article.title, p.heading[:600], p.text) for p in pieces))
+            old.delete()
             Chunk.objects.bulk_create([
                 Chunk(tenant_id=article.tenant_id, article_id=article.pk, ordinal=i, title=article.title,
                       heading=piece.heading[:600], text=piece.text, n_words=piece.n_words)

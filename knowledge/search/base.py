@@ -26,6 +26,15 @@ from typing import Protocol
 # Words a question contributes to its query, the newest message's first.
 MAX_QUERY_TERMS = 32
 
+# Common words, left out inside the query (Elasticsearch's old `cutoff_frequency`): a
+# word more than COMMON_FRACTION of the tenant's chunks hold ("order" in a shop's help
+# centre) says little about which chunk answers, yet makes the query rank most of the
+# tenant's chunks. Only past COMMON_FLOOR chunks (a small help centre keeps every word),
+# and never all of a question's words (when every one is common, all are kept). The
+# counts are the tenant's own (`models.Term`), read in the same statement.
+COMMON_FRACTION = 0.1
+COMMON_FLOOR = 200
+
 # English stop words, left out of a query before it reaches either backend: PostgreSQL's
 # `english` configuration drops them itself, SQLite's FTS5 has no stop-word list, and
 # "how do I" matches every article. (PostgreSQL's english.stop, the Snowball list.)

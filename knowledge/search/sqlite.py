@@ -10,11 +10,12 @@ back); PostgreSQL's ts_rank_cd uses no corpus statistics."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from django.db import connections
 
-from .base import Hit, squash, unsquash
+from .base import COMMON_FLOOR, COMMON_FRACTION, Hit, squash, unsquash
 
 # bm25 column weights, in the table's column order: tenant, title, heading, body.
 WEIGHTS = (0.0, 4.0, 2.0, 1.0)
@@ -24,17 +25,24 @@ SELECT c.id, c.article_id, c.title, c.heading, c.text, a.url, -bm25(knowledge_ch
 FROM knowledge_chunk_fts
 JOIN knowledge_chunk c ON c.id = knowledge_chunk_fts.rowid
 JOIN knowledge_article a ON a.id = c.article_id
-WHERE knowledge_chunk_fts MATCH %s AND c.tenant_id = %s
+WHERE knowledge_chunk_fts MATCH ({match}) AND c.tenant_id = %s
 ORDER BY raw DESC, c.id
 LIMIT %s
 """
 
 
-def match_expression(tenant_id: int, terms: list[str]) -> str:
-    """`tenant : "t7" AND {title heading body} : ("refund" OR "order")`. The terms are
-    letters and digits only (base.query_terms): quoted, none can be an FTS5 operator."""
-    words = " OR ".join(f'"{t}"' for t in terms)
-    return f'tenant : "t{int(tenant_id)}" AND {{title heading body}} : ({words})'
+# The MATCH expression, built inside the statement from the question's words less the
+# tenant's common ones (base.COMMON_FRACTION), read from knowledge_term's unique index:
+# `tenant : "t7" AND {title heading body} : ("refund" OR "twice")`. The words are
+# letters and digits only (base.query_terms): quoted, none can be an FTS5 operator.
+_MATCH = """
+WITH s AS (SELECT j.value AS w, coalesce(t.df, 0) AS df FROM json_each(%s) AS j
+           LEFT JOIN knowledge_term t ON t.tenant_id = %s AND t.word = j.value),
+     cap AS (SELECT max(%s, coalesce((SELECT df FROM knowledge_term WHERE tenant_id = %s AND word = ''), 0)
+                            * %s) AS c)
+SELECT 'tenant : "t' || %s || '" AND {title heading body} : (' || group_concat('"' || s.w || '"', ' OR ') || ')'
+FROM s, cap WHERE s.df <= cap.c OR (SELECT min(df) FROM s) > cap.c
+"""
 
 
 class SqliteBackend:
@@ -52,9 +60,11 @@ class SqliteBackend:
                language: str) -> list[Hit]:
         if not terms or k < 1:
             return []
-        sql = _SQL.format(weights=", ".join(map(str, WEIGHTS)))
+        sql = _SQL.format(weights=", ".join(map(str, WEIGHTS)), match=_MATCH)
+        tenant_id = int(tenant_id)
+        params = [json.dumps(list(terms)), tenant_id, COMMON_FLOOR, tenant_id, COMMON_FRACTION, tenant_id]
         with connections[self.using].cursor() as cursor:
-            cursor.execute(sql, [match_expression(tenant_id, terms), int(tenant_id), int(k)])
+            cursor.execute(sql, [*params, tenant_id, int(k)])
             rows = cursor.fetchall()
         # Rows come best first, so dropping those under the floor after the LIMIT keeps
         # exactly the top k of those above it.

@@ -93,3 +93,27 @@ def test_a_question_nothing_matches_gets_the_instruction_and_no_sources(pool):
     stored = load(get_redis(), spec.request_id)
     assert stored.sources == []
     assert KNOWLEDGE_INSTRUCTION in get_tokenizer().decode(stored.prompt_token_ids)
+
+
+def test_a_tenant_gets_retrieval_in_its_spec_from_its_first_indexed_article_until_it_turns_it_off():
+    from knowledge import services
+
+    tenant = make_tenant().tenant
+    assert retrieval_spec(tenant) == {}  # no knowledge yet: prompts as before, no read in the CPU tier
+    article = services.article_create(tenant=tenant, title="Hours", body="Open at nine.")
+    services.article_index(article_id=article.pk)
+    fresh = type(tenant).objects.get(pk=tenant.pk)
+    assert retrieval_spec(fresh) == {"k": 3, "min_score": 0.0, "language": "english"}
+    services.settings_update(tenant=fresh, enabled=False)
+    assert retrieval_spec(type(tenant).objects.get(pk=tenant.pk)) == {}
+
+
+def test_saving_the_settings_counts_as_a_tenant_change_for_open_websockets(django_capture_on_commit_callbacks):
+    from knowledge import services
+    from tenants import changes
+
+    tenant = make_tenant().tenant
+    before = changes.version()
+    with django_capture_on_commit_callbacks(execute=True):
+        services.settings_update(tenant=tenant, top_k=5)
+    assert changes.version() > before

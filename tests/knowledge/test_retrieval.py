@@ -110,6 +110,38 @@ def test_query_syntax_in_a_question_is_only_words(question):
     assert Chunk.objects.filter(tenant=tenant).exists()
 
 
+def test_word_counts_follow_indexing_editing_and_deleting():
+    from knowledge.models import Term
+
+    tenant = make_tenant().tenant
+
+    def df():
+        return dict(Term.objects.filter(tenant=tenant).values_list("word", "df"))
+
+    a = services.article_create(tenant=tenant, title="Towels", body="# Wash\n\nwash towels hot\n\n# Dry\n\ndry towels")
+    services.article_index(article_id=a.pk)
+    assert df() == {"": 2, "towels": 2, "wash": 1, "hot": 1, "dry": 1}
+    services.article_update(article=a, body="wash towels cold")
+    services.article_index(article_id=a.pk)
+    assert df() == {"": 1, "towels": 1, "wash": 1, "cold": 1}
+    services.article_delete(article=a)
+    assert df() == {"": 0}
+
+
+def test_past_the_floor_a_word_most_chunks_hold_is_left_out_unless_every_word_is_common():
+    from knowledge.search.base import COMMON_FLOOR
+
+    tenant = make_tenant().tenant
+    n = COMMON_FLOOR + 50
+    body = "\n\n".join(f"# Part {i}\n\norder code{i}" for i in range(n))
+    services.article_index(article_id=services.article_create(tenant=tenant, title="Orders", body=body).pk)
+    # "order" is in every chunk: left out, so the question's rare word decides alone.
+    [hit] = selectors.retrieve(tenant_id=tenant.pk, message="order code7", k=5)
+    assert hit.text == "order code7"
+    # A question of common words only keeps them all.
+    assert len(selectors.retrieve(tenant_id=tenant.pk, message="order", k=5)) == 5
+
+
 VOCABULARY = ["refund", "order", "parcel", "delivery", "invoice", "warranty", "password", "account",
               "shipping", "return", "discount", "payment", "card", "lamp", "knife", "towel"]
 
