@@ -7,22 +7,23 @@ text match are one index scan)."""
 
 from __future__ import annotations
 
-from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
-from django.db.models import F, TextField, Value
+from django.contrib.postgres.search import SearchQueryField, SearchRank, SearchVector
+from django.db.models import BooleanField, F, Value
 from django.db.models.expressions import RawSQL
 
 from ..models import LANGUAGES, Chunk
 from .base import COMMON_FLOOR, COMMON_FRACTION, Hit, squash, unsquash
 
-# The question's words less the tenant's common ones (base.COMMON_FRACTION), joined
-# with |: a scalar subquery of the retrieval statement itself, over knowledge_term's
-# unique (tenant_id, word) index.
+# The question's words less the tenant's common ones (base.COMMON_FRACTION), as one
+# tsquery (an OR): a scalar subquery of the retrieval statement itself, over
+# knowledge_term's unique (tenant_id, word) index. PostgreSQL runs it once (an InitPlan),
+# and every row is matched and ranked against its result.
 KEPT_TERMS = """(
 WITH s AS (SELECT q.w, coalesce(t.df, 0) AS df FROM unnest(%s::text[]) AS q(w)
            LEFT JOIN knowledge_term t ON t.tenant_id = %s AND t.word = q.w),
      cap AS (SELECT greatest(%s, coalesce((SELECT df FROM knowledge_term WHERE tenant_id = %s AND word = ''), 0)
                                  * %s) AS c)
-SELECT coalesce(string_agg(s.w, ' | '), '') FROM s, cap
+SELECT to_tsquery(%s::regconfig, coalesce(string_agg(s.w, ' | '), '')) FROM s, cap
 WHERE s.df <= cap.c OR (SELECT min(df) FROM s) > cap.c)"""
 
 # ts_rank_cd's normalization bit 1: divide by 1 + log(document length), so a long chunk
@@ -63,13 +64,13 @@ class PostgresBackend:
             return []
         # The words are letters and digits only (base.query_terms), so joining them with
         # | builds an OR query that no text can turn into another operator.
-        kept = RawSQL(KEPT_TERMS, (list(terms), tenant_id, COMMON_FLOOR, tenant_id, COMMON_FRACTION),
-                      output_field=TextField())
-        query = SearchQuery(kept, config=config_for(language), search_type="raw")
+        params = (list(terms), tenant_id, COMMON_FLOOR, tenant_id, COMMON_FRACTION, config_for(language))
+        query = RawSQL(KEPT_TERMS, params, output_field=SearchQueryField())
+        matches = RawSQL(f'"knowledge_chunk"."search_vector" @@ {KEPT_TERMS}', params, output_field=BooleanField())
         rank = SearchRank(F("search_vector"), query, weights=WEIGHTS, cover_density=True,
                           normalization=Value(NORMALIZATION))
         rows = (Chunk.objects.using(self.using)
-                .filter(tenant_id=tenant_id, search_vector=query)
+                .filter(matches, tenant_id=tenant_id)
                 .annotate(rank=rank))
         if min_score > 0:
             rows = rows.filter(rank__gte=unsquash(min_score))
