@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_htmx",
     "tenants",
+    "knowledge",
     "inference",
     "tandem.chat",
     "tandem.api",

@@ -10,7 +10,7 @@ from pathlib import Path
 import grimp
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("tandem", "tenants", "inference", "devstack")
+PACKAGES = ("tandem", "tenants", "knowledge", "inference", "devstack")
 
 
 def import_cycles(graph: grimp.ImportGraph) -> list[list[str]]:

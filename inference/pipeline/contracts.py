@@ -28,8 +28,8 @@ class PrefillHandoff:
 
 @dataclass(frozen=True)
 class ReplyOutcome:
-    """A reply that ended: its text, why it ended, its token counts and timings, and the
-    workers that served it."""
+    """A reply that ended: its text, why it ended, its token counts and timings, the
+    workers that served it, and the sources its prompt was grounded in (the spec's)."""
 
     text: str
     finish_reason: str  # stop | length | cancelled
@@ -41,6 +41,7 @@ class ReplyOutcome:
     prefill_worker: str
     decode_worker: str
     prefill_engine_ms: float | None = None
+    sources: tuple[dict, ...] = ()  # {"article_id", "title", "url", "score"}, best first
 
     @property
     def usage(self) -> dict:

@@ -1,16 +1,24 @@
-"""The CPU tier: validate, build the prompt (tenant system prompt + history within the
-context window), tokenize, send the request on to the pools the web tier routed it to.
-No model weights here: only the tokenizer, loaded once per worker process.
+"""The CPU tier: validate, retrieve the tenant's knowledge, build the prompt (tenant
+system prompt, knowledge, history within the context window), tokenize, send the
+request on to the pools the web tier routed it to. No model weights here: only the
+tokenizer, loaded once per worker process.
 
-Everything it needs is in the request's spec (the web tier wrote the tenant's system
-prompt, its prompt limit and the conversation): no database reads on the way to the
-first token. The web tier enqueues the request before it stores the message rows, so it
+Everything else it needs is in the request's spec (the web tier wrote the tenant's
+system prompt, its prompt limit, its retrieval settings and the conversation): the one
+database read on the way to the first token is retrieval, a single indexed query scoped
+to the tenant (`knowledge.selectors.retrieve`), and none when the tenant has it off. The web tier enqueues the request before it stores the message rows, so it
 builds the prompt while they are written; the request goes on (or fails) once both are
 done, by whichever of the two tiers finishes second (`handoff`)."""
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
+from django.db import DatabaseError
+
+from knowledge.search import Hit
+from knowledge.selectors import passage, retrieve, sources_of
 
 from ..text import handover
 from ..text.prompting import PromptTooLong, build_prompt
@@ -20,6 +28,8 @@ from ..wire import broker, streams
 from ..wire.connections import get_redis
 from ..wire.spec import RequestSpec, load_with_cancel, save
 from . import handoff, outcomes
+
+log = logging.getLogger(__name__)
 
 
 def preprocess_request(request_id: str) -> str | None:
@@ -46,11 +56,14 @@ def preprocess_request(request_id: str) -> str | None:
                 handoff.report(client, request_id, handoff.cpu_failed(
                     outcomes.HANDOVER, spec.handover_text or handover.DEFAULT_TEXT))
                 return None
+            hits = knowledge_hits(spec, history)
             context_room = max(16, settings.TANDEM_MAX_CONTEXT - spec.sampling.max_tokens)
             prompt = build_prompt(
                 get_tokenizer(), system_prompt=system_prompt, history=history,
                 max_prompt_tokens=min(spec.max_prompt_tokens, context_room),
+                knowledge=[passage(h) for h in hits] if spec.retrieval else None,
             )
+            spec.sources = sources_of(hits[:prompt.knowledge_used])
         except PromptTooLong as exc:
             failure = ("prompt_too_long", str(exc))
         except (InvalidInput, ValueError) as exc:
@@ -80,6 +93,23 @@ def preprocess_request(request_id: str) -> str | None:
         # pair instead, the status goes from "queued" straight to "decoding".
         outcomes.message_set_status(request_id=request_id, status="prefilling")
     return queue
+
+
+def knowledge_hits(spec: RequestSpec, history: list[dict]) -> list[Hit]:
+    """The tenant's passages for the newest user message (and a few words of the one
+    before it), best first; [] when the tenant has knowledge off. A failed read costs
+    the reply its grounding, not the reply."""
+    r = spec.retrieval
+    if not r:
+        return []
+    users = [m["content"] for m in history if m["role"] == "user"]
+    try:
+        return retrieve(tenant_id=spec.tenant_id, message=users[-1], context=users[-2] if len(users) > 1 else "",
+                        k=int(r.get("k", 3)), min_score=float(r.get("min_score", 0.0)),
+                        language=str(r.get("language", "english")))
+    except DatabaseError:
+        log.warning("retrieval failed for %s; answering without knowledge", spec.request_id, exc_info=True)
+        return []
 
 
 def prompt_parts(spec: RequestSpec) -> tuple[str | None, list[dict]]:

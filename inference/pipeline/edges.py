@@ -51,6 +51,7 @@ def finish_early(rt: Runtime, spec: RequestSpec, *, reason: str, text: str = "",
         text=text, finish_reason=reason, prompt_tokens=len(spec.prompt_token_ids),
         completion_tokens=completion, cached_tokens=cached, ttft_ms=ttft_ms,
         duration_ms=(time.time() - spec.enqueued_at) * 1000, prefill_worker=rt.name, decode_worker="",
+        sources=tuple(spec.sources),
     )
     if outcomes.request_finish(spec=spec, outcome=outcome):
         streams.publish(rt.client, spec.request_id, [outcomes.end_record(outcome)])

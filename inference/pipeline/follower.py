@@ -85,7 +85,7 @@ class SequenceFollower:
             text="".join(self.parts), finish_reason=reason, prompt_tokens=len(spec.prompt_token_ids),
             completion_tokens=completion, cached_tokens=cached_tokens, ttft_ms=ttft_ms,
             duration_ms=(time.time() - spec.enqueued_at) * 1000, prefill_worker=prefill_worker,
-            decode_worker=self.rt.name, prefill_engine_ms=prefill_engine_ms,
+            decode_worker=self.rt.name, prefill_engine_ms=prefill_engine_ms, sources=tuple(spec.sources),
         )
         if not outcomes.request_finish(spec=spec, outcome=outcome):
             return  # already final (failed while it waited): its stream is closed

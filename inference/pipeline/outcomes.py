@@ -1,5 +1,6 @@
 """How a reply ends, written where the web tier reads it: the assistant message's status
-and text, its UsageRecord, the quota's real count, and the stream's last record.
+and text, its UsageRecord, the sources it cited, the quota's real count, and the
+stream's last record.
 
 The one module of the pipeline that writes the web tier's rows (import-linter holds
 every other to that). Finishing runs in a task thread after the engine reports the end,
@@ -13,6 +14,7 @@ import uuid
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
+from knowledge.services import citations_record
 from tandem.chat.models import Conversation, Message
 from tenants import quotas
 from tenants.models import UsageRecord
@@ -105,6 +107,7 @@ def request_finish(*, spec: RequestSpec, outcome: ReplyOutcome) -> bool:
                 prefill_worker=o.prefill_worker, decode_worker=o.decode_worker, finish_reason=o.finish_reason,
             ),
         )
+        citations_record(tenant_id=spec.tenant_id, message_id=spec.request_id, sources=o.sources)
     # The real count replaces the reservation made at admission, and the tenant's stream
     # slot frees (idempotent: a redelivered task does not count twice).
     quotas.reconcile(get_redis(), tenant_id=spec.tenant_id, request_id=spec.request_id,
@@ -114,7 +117,7 @@ def request_finish(*, spec: RequestSpec, outcome: ReplyOutcome) -> bool:
 
 def end_record(outcome: ReplyOutcome) -> dict:
     """The stream's last record for a reply that `request_finish` wrote."""
-    return streams.end_record(outcome.finish_reason, outcome.usage, outcome.timings)
+    return streams.end_record(outcome.finish_reason, outcome.usage, outcome.timings, list(outcome.sources))
 
 
 def _quota_release(*, request_id: str) -> None:

@@ -49,9 +49,16 @@ class RequestSpec:
     # line ("" the built-in set, "-" off), and what the assistant says when they match.
     handover_patterns: str = "-"
     handover_text: str = ""
+    # The tenant's retrieval settings, written by the web tier: {"k", "min_score",
+    # "language"}; empty when the tenant has knowledge off (the CPU tier then makes no
+    # database read at all).
+    retrieval: dict = field(default_factory=dict)
     # Filled in by the CPU tier:
     prompt_token_ids: list[int] = field(default_factory=list)
     cache_salt: str = ""  # the tenant's prefix-cache namespace
+    # The articles whose passages the prompt holds, best first ({"article_id", "title",
+    # "url", "score"}): carried to the reply's end record and its citations.
+    sources: list[dict] = field(default_factory=list)
     enqueued_at: float = 0.0
 
     def to_json(self) -> str:

@@ -10,7 +10,9 @@ Records (all values are strings in Redis, decoded here):
   status  state (queued | prefilling | decoding), detail
   end     finish_reason, usage (JSON), timings (JSON: ttft_ms from the request's
           enqueueing, duration_ms, prefill_engine_ms: the prefill engine's share of the
-          first token, when the request went through the prefill tier)
+          first token, when the request went through the prefill tier), sources (JSON:
+          the articles the prompt was grounded in, [{"article_id", "title", "url",
+          "score"}], best first; [] without knowledge)
   error   code, message
 A stream is closed by exactly one `end` or `error` record and expires STREAM_TTL_S after
 its last write.
@@ -47,7 +49,7 @@ def decode_record(fields: dict) -> dict[str, Any]:
         rec["index"] = int(rec["index"])
     if "token_id" in rec:
         rec["token_id"] = int(rec["token_id"])
-    for key in ("usage", "timings"):
+    for key in ("usage", "timings", "sources"):
         if key in rec:
             rec[key] = json.loads(rec[key])
     return rec
@@ -72,8 +74,10 @@ def token_record(index: int, text: str, token_id: int, ts: float | None = None) 
     return {"type": "token", "index": index, "text": text, "token_id": token_id, "ts": ts or time.time()}
 
 
-def end_record(finish_reason: str, usage: dict, timings: dict | None = None) -> dict[str, Any]:
-    return {"type": "end", "finish_reason": finish_reason, "usage": usage, "timings": timings or {}}
+def end_record(finish_reason: str, usage: dict, timings: dict | None = None,
+               sources: list[dict] | None = None) -> dict[str, Any]:
+    return {"type": "end", "finish_reason": finish_reason, "usage": usage, "timings": timings or {},
+            "sources": sources or []}
 
 
 def error_record(code: str, message: str) -> dict[str, Any]:

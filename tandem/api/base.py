@@ -61,14 +61,14 @@ class AsyncAPIView(APIView):
         return await sync_to_async(authenticate_request)(request)
 
     @staticmethod
-    def json_body(request) -> dict:
+    def json_body(request, max_bytes: int = MAX_BODY_BYTES) -> dict:
         length = int(request.headers.get("Content-Length") or 0)
-        if length > MAX_BODY_BYTES:
-            raise ApiError(413, f"The request body is {length} bytes; the limit is {MAX_BODY_BYTES}.",
+        if length > max_bytes:
+            raise ApiError(413, f"The request body is {length} bytes; the limit is {max_bytes}.",
                            code="request_too_large")
         body = request.body
-        if len(body) > MAX_BODY_BYTES:
-            raise ApiError(413, f"The request body is over {MAX_BODY_BYTES} bytes.", code="request_too_large")
+        if len(body) > max_bytes:
+            raise ApiError(413, f"The request body is over {max_bytes} bytes.", code="request_too_large")
         content_type = request.headers.get("Content-Type", "")
         if content_type and "json" not in content_type.lower():
             raise ApiError(415, "The body must be JSON (Content-Type: application/json).",

@@ -9,6 +9,7 @@ from asgiref.sync import sync_to_async
 from django.http import JsonResponse
 from drf_spectacular.utils import extend_schema
 
+from knowledge.selectors import citations_for
 from tandem.chat import services
 from tandem.chat.models import Conversation, Message
 from tandem.chat.sampling import sampling_for_tandem
@@ -27,8 +28,8 @@ def _conversation(c: Conversation) -> dict:
     return s.ConversationSerializer(c).data
 
 
-def _message(m: Message) -> dict:
-    return s.MessageSerializer(m).data
+def _message(m: Message, sources: list[dict] | None = None) -> dict:
+    return {**s.MessageSerializer(m).data, "sources": sources or []}
 
 
 def _not_found(call, **kwargs):
@@ -103,7 +104,9 @@ class ConversationMessagesView(AsyncAPIView):
         def transcript():
             messages = _not_found(services.conversation_messages, tenant=api_key.tenant,
                                   conversation_id=conversation_id)
-            return [_message(m) for m in messages]
+            cited = citations_for(tenant=api_key.tenant,
+                                  message_ids=[m.pk for m in messages if m.role == Message.Role.ASSISTANT])
+            return [_message(m, cited.get(str(m.pk))) for m in messages]
 
         return JsonResponse({"object": "list", "data": await sync_to_async(transcript)()})
 

@@ -1,5 +1,8 @@
 """Turning a submitted chat request into an HTTP answer, in OpenAI's shapes: one
 `chat.completion` object, or a `text/event-stream` of `chat.completion.chunk` events.
+The sources the reply was grounded in ride as an extra top-level field `sources`, which
+the official client keeps in `model_extra`: on the completion, and on a stream's final
+chunk (the one with the finish reason, and the usage chunk after it when asked for).
 
 The answer waits for the request's first stream record before choosing a status, so a
 request that fails before its first token (prompt too long, no worker) gets a proper
@@ -94,6 +97,7 @@ class Reply:
             "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(pieces)},
                          "finish_reason": FINISH.get(end["finish_reason"], "stop"), "logprobs": None}],
             "usage": end["usage"],
+            "sources": end.get("sources", []),
         }
         resp = JsonResponse(body)
         for k, v in self.headers.items():
@@ -124,10 +128,11 @@ class Reply:
                                               "param": None, "code": rec["code"]}})
                         break
                     elif rec["type"] == "end":
+                        sources = rec.get("sources", [])
                         yield self._chunk({}, finish=FINISH.get(rec["finish_reason"], "stop"),
-                                          include_usage=include_usage)
+                                          include_usage=include_usage, sources=sources)
                         if include_usage:
-                            yield _sse(self._base(choices=[], usage=rec["usage"]))
+                            yield _sse(self._base(choices=[], usage=rec["usage"], sources=sources))
                 yield "data: [DONE]\n\n"
             except (asyncio.CancelledError, GeneratorExit):
                 await follower.cancel()  # the client disconnected: cancel the request
@@ -146,10 +151,13 @@ class Reply:
         return {"id": self.completion_id, "object": "chat.completion.chunk", "created": self.created,
                 "model": served_model_id(), "system_fingerprint": None, **extra}
 
-    def _chunk(self, delta: dict, *, finish: str | None = None, include_usage: bool) -> str:
+    def _chunk(self, delta: dict, *, finish: str | None = None, include_usage: bool,
+               sources: list | None = None) -> str:
         body = self._base(choices=[{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}])
         if include_usage:
             body["usage"] = None
+        if sources is not None:
+            body["sources"] = sources
         return _sse(body)
 
 

@@ -112,6 +112,15 @@ class ChoiceSerializer(serializers.Serializer):
     logprobs = serializers.JSONField(allow_null=True)
 
 
+class SourceSerializer(serializers.Serializer):
+    """A help-centre article a reply was grounded in (docs/knowledge.md)."""
+
+    article_id = serializers.UUIDField(allow_null=True, help_text="null once the article was deleted")
+    title = serializers.CharField()
+    url = serializers.CharField(allow_blank=True)
+    score = serializers.FloatField(help_text="0..1, higher is better; on the retrieval backend's own scale")
+
+
 class ChatCompletionSerializer(serializers.Serializer):
     id = serializers.CharField()
     object = serializers.CharField()
@@ -119,6 +128,7 @@ class ChatCompletionSerializer(serializers.Serializer):
     model = serializers.CharField()
     choices = ChoiceSerializer(many=True)
     usage = UsageSerializer()
+    sources = SourceSerializer(many=True, help_text="the articles the reply was grounded in, best first")
 
 
 class ErrorBodySerializer(serializers.Serializer):
@@ -157,6 +167,8 @@ class MessageSerializer(serializers.Serializer):
     completion_tokens = serializers.IntegerField()
     finish_reason = serializers.CharField(allow_blank=True)
     created_at = serializers.DateTimeField()
+    sources = SourceSerializer(many=True, required=False,
+                               help_text="an assistant reply's sources, best first ([] for other messages)")
 
 
 class ConversationSerializer(serializers.Serializer):

@@ -2,6 +2,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from . import conversation_views as conv
+from . import knowledge_views as kv
 from . import openai_views as oai
 
 urlpatterns = [
@@ -11,6 +12,10 @@ urlpatterns = [
     path("api/v1/conversations/<str:conversation_id>/", conv.ConversationDetailView.as_view()),
     path("api/v1/conversations/<str:conversation_id>/messages/", conv.ConversationMessagesView.as_view()),
     path("api/v1/usage/", conv.UsageView.as_view()),
+    path("api/v1/knowledge/articles/", kv.ArticleListView.as_view()),
+    path("api/v1/knowledge/articles/import/", kv.ArticleImportView.as_view()),
+    path("api/v1/knowledge/articles/<str:article_id>/", kv.ArticleDetailView.as_view()),
+    path("api/v1/knowledge/settings/", kv.KnowledgeSettingsView.as_view()),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]

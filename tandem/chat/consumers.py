@@ -289,7 +289,8 @@ def _frame(request_id: str, rec: dict) -> dict:
     if kind == "token":
         return {"type": "token", "message": request_id, "index": rec["index"], "text": rec["text"]}
     if kind == "end":
-        return {"type": "end", "message": request_id, "finish_reason": rec["finish_reason"], "usage": rec["usage"]}
+        return {"type": "end", "message": request_id, "finish_reason": rec["finish_reason"], "usage": rec["usage"],
+                "sources": rec.get("sources", [])}
     if kind == "error":
         return {"type": "error", "code": rec["code"], "message": request_id, "detail": rec["message"]}
     return {"type": "status", "message": request_id, "state": rec["state"], "detail": rec.get("detail", "")}

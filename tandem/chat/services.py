@@ -17,6 +17,7 @@ from inference.text.validation import InvalidInput, clean_user_text
 from inference.wire.connections import get_redis
 from inference.wire.spec import RequestSpec, Sampling
 from inference.wire.workers import live_workers
+from knowledge.selectors import retrieval_spec
 from tenants import changes, quotas
 from tenants.access import NotFound, access_list, access_owned  # noqa: F401 - NotFound: what callers catch
 from tenants.models import ApiKey, Tenant
@@ -171,10 +172,12 @@ def chat_submit(
             sampling=sampling or sampling_for_tandem(quota=quota),
             priority=route.priority, max_decode_slots=route.max_decode_slots,
             prefill_pool=route.prefill_pool, decode_pool=route.decode_pool, colocated=route.colocated,
-            # The prompt's inputs travel in the spec, so the CPU tier reads no database.
+            # The prompt's inputs travel in the spec, so the CPU tier reads no database but
+            # for retrieval (one query, with the settings it needs in the spec).
             system_prompt=tenant.system_prompt, max_prompt_tokens=quota.max_prompt_tokens,
             prompt_messages=history + [{"role": role, "content": text} for role, text in cleaned],
             **ownership.handover_spec(tenant=tenant, channel=channel),
+            retrieval=retrieval_spec(tenant),
         )
         checked = key_version is not None and attempt < 2  # the last try reads and admits unchecked
         admission = quotas.admit(

@@ -3,11 +3,15 @@ a second run changes nothing except that it issues fresh demo keys when asked.""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+from pathlib import Path
 
+from django.apps import apps
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
@@ -47,12 +51,16 @@ class Command(BaseCommand):
             user.set_password(admin_password)
             user.save()
         Membership.objects.get_or_create(user=user, tenant=tenant, defaults={"role": Membership.Role.OWNER})
+        # The demo answers from a small help centre (unchanged articles are left as they are).
+        help_centre = Path(apps.get_app_config("knowledge").path) / "fixtures" / "demo-help-centre"
+        call_command("knowledge", "import", tenant.slug, str(help_centre), stdout=io.StringIO())
         info = {
             "admin_url": "http://127.0.0.1:8000/admin/",
             "admin_user": admin_user,
             # In production the operator chose it (TANDEM_ADMIN_PASSWORD): not for the logs.
             "admin_password": "(TANDEM_ADMIN_PASSWORD)" if settings.PRODUCTION else admin_password,
             "tenant": tenant.slug,
+            "help_centre": f"{help_centre.name} (python manage.py knowledge search {tenant.slug} <words>)",
             "widget_key": widget.public_key if widget else None,
             "secret_key": secret_plaintext or "(issued at the first seed; `manage.py tenant rotate-key demo` makes a new one)",
         }

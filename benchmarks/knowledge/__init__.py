@@ -1,0 +1,1 @@
+"""`python -m benchmarks knowledge`: retrieval latency, quality, CPU-tier cost and prefix-cache reuse."""

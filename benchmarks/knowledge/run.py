@@ -1,0 +1,316 @@
+"""`python -m benchmarks knowledge`: retrieval, measured (a benchmark, not a test).
+
+- quality: the demo help centre (knowledge/fixtures/demo-help-centre, 40 articles) and
+  benchmarks/knowledge/questions.jsonl (120 questions, each with the article that answers
+  it): hit@1 and hit@3 by article;
+- latency: `selectors.retrieve` (what the CPU tier calls: one query, k=3) for the eval
+  questions against a tenant holding N synthetic chunks (sentences of the help centre
+  shuffled with a long tail of made-up words), beside another tenant with N/10; p50/p99;
+- cpu: the CPU tier's work between loading a spec and saving it (validate, retrieve,
+  build the prompt, tokenize), with knowledge on and off, at the largest size measured;
+- cache: the prefix cache's hit rate (the engine's own PrefixCache, block 32) over
+  three-turn conversations, prompts built with and without knowledge.
+
+Each backend runs in a child process of its own (Django takes one database per process):
+SQLite in a fresh file under var/bench/, PostgreSQL in a throwaway database on
+127.0.0.1:5432. Prints tables; writes JSON under var/bench/.
+
+    python -m benchmarks knowledge [--backends sqlite,postgres] [--sizes 1000,10000,100000]
+                                   [--queries 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ..machine import machine_info, measured_on
+from ..report import say, table
+from ..stats import percentile
+
+BASE_DIR = Path(__file__).resolve().parents[2]
+BENCH_DIR = BASE_DIR / "var" / "bench"
+QUESTIONS = BASE_DIR / "benchmarks" / "knowledge" / "questions.jsonl"
+HELP_CENTRE = BASE_DIR / "knowledge" / "fixtures" / "demo-help-centre"
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+SYSTEM_PROMPT = "You are the friendly support assistant of Demo Co. Answer briefly."
+REPLY = "Thanks for your message! Let me check that for you: here is what our help centre says."
+
+
+def summary_ms(xs: list[float]) -> dict:
+    return {"n": len(xs), "p50_ms": round(percentile(xs, 50) * 1000, 3), "p99_ms": round(percentile(xs, 99) * 1000, 3),
+            "mean_ms": round(statistics.fmean(xs) * 1000, 3)}
+
+
+# -- the child: one backend ---------------------------------------------------------------
+
+
+def questions() -> list[dict]:
+    return [json.loads(line) for line in QUESTIONS.read_text().splitlines() if line.strip()]
+
+
+def measure_quality(tenant) -> dict:
+    from knowledge import importing, selectors, services
+
+    result = services.articles_import(tenant=tenant, items=importing.parse_folder(HELP_CENTRE), index="inline")
+    source_of = {str(a.pk): a.source for a in result.articles}
+    qs = questions()
+    hit1 = hit3 = 0
+    misses = []
+    for q in qs:
+        ranked: list[str] = []
+        for h in selectors.retrieve(tenant_id=tenant.pk, message=q["question"], k=10):
+            if source_of[h.article_id] not in ranked:
+                ranked.append(source_of[h.article_id])
+        hit1 += ranked[:1] == [q["article"]]
+        hit3 += q["article"] in ranked[:3]
+        if q["article"] not in ranked[:3]:
+            misses.append({"question": q["question"], "expected": q["article"], "got": ranked[:3]})
+    return {"articles": len(result.articles), "questions": len(qs), "hit@1": round(hit1 / len(qs), 3),
+            "hit@3": round(hit3 / len(qs), 3), "misses": misses}
+
+
+def synthetic_chunks(tenant, n: int, rng: random.Random) -> None:
+    """`n` chunks for `tenant`, 20 to an article, through bulk inserts (the FTS5 triggers
+    index them on SQLite; one UPDATE computes the vectors on PostgreSQL)."""
+    from django.db import connection, transaction
+
+    from knowledge.models import Article, Chunk, KnowledgeSettings
+    from knowledge.search.postgres import chunk_vector
+    from knowledge.terms import counts, terms_adjust
+
+    sentences = []
+    titles = []
+    for path in sorted(HELP_CENTRE.rglob("*.md")):
+        text = path.read_text()
+        titles.append(text.split("title:", 1)[1].split("\n", 1)[0].strip())
+        body = text.split("---", 2)[2]
+        sentences += [s.strip() for s in body.replace("\n", " ").split(". ") if len(s.split()) > 3]
+    tail = ["".join(rng.choice("bcdfghjklmnprstvz") + rng.choice("aeiou") for _ in range(3)) for _ in range(5000)]
+    per_article = 20
+    with transaction.atomic():
+        for start in range(0, n, 2000):
+            count = min(2000, n - start)
+            articles = Article.objects.bulk_create([
+                Article(tenant=tenant, title=f"{rng.choice(titles)} ({start + i})", body="synthetic", text="synthetic",
+                        status=Article.Status.INDEXED, chunk_count=per_article)
+                for i in range(0, count, per_article)])
+            chunks = Chunk.objects.bulk_create([
+                Chunk(tenant=tenant, article=articles[i // per_article], ordinal=i % per_article,
+                      title=articles[i // per_article].title,
+                      text=". ".join(rng.sample(sentences, 6)) + ". " + " ".join(rng.sample(tail, 4)), n_words=120)
+                for i in range(count)], batch_size=500)
+            terms_adjust(tenant_id=tenant.pk, added=counts((c.title, c.heading, c.text) for c in chunks))
+        if connection.vendor == "postgresql":
+            Chunk.objects.filter(tenant=tenant).update(search_vector=chunk_vector("english"))
+        KnowledgeSettings.objects.get_or_create(tenant=tenant)  # as the first indexed article makes it
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute("INSERT INTO knowledge_chunk_fts(knowledge_chunk_fts) VALUES ('optimize')")
+            cursor.execute("ANALYZE")
+
+
+def measure_latency(tenant, n_queries: int) -> dict:
+    from knowledge import selectors
+
+    qs = [q["question"] for q in questions()]
+    for q in qs[:20]:  # warm the caches and the connection
+        selectors.retrieve(tenant_id=tenant.pk, message=q, k=3)
+    times = []
+    for i in range(n_queries):
+        t0 = time.perf_counter()
+        selectors.retrieve(tenant_id=tenant.pk, message=qs[i % len(qs)], k=3)
+        times.append(time.perf_counter() - t0)
+    return summary_ms(times)
+
+
+def measure_cpu_tier(tenant, n_requests: int) -> dict:
+    """The CPU tier's work on one request (inference/pipeline/cpu.py between load and
+    save), knowledge on vs off."""
+    from inference.pipeline.cpu import knowledge_hits, prompt_parts
+    from inference.text.prompting import build_prompt
+    from inference.text.tokenizer import get_tokenizer
+    from inference.wire.spec import RequestSpec, Sampling
+    from knowledge.selectors import passage, retrieval_spec, sources_of
+
+    tokenizer = get_tokenizer()
+    qs = [q["question"] for q in questions()]
+    out = {}
+    for label, retrieval in (("off", {}), ("on", retrieval_spec(tenant))):
+        times, tokens = [], []
+        for i in range(n_requests + 10):
+            spec = RequestSpec(request_id="bench", tenant_id=tenant.pk, api_key_id=None, conversation_id="c",
+                               channel="widget", sampling=Sampling(max_tokens=256), system_prompt=SYSTEM_PROMPT,
+                               max_prompt_tokens=1536, retrieval=retrieval,
+                               prompt_messages=[{"role": "user", "content": qs[i % len(qs)]}])
+            t0 = time.perf_counter()
+            system_prompt, history = prompt_parts(spec)
+            hits = knowledge_hits(spec, history)
+            prompt = build_prompt(tokenizer, system_prompt=system_prompt, history=history, max_prompt_tokens=1536,
+                                  knowledge=[passage(h) for h in hits] if spec.retrieval else None)
+            spec.sources = sources_of(hits[:prompt.knowledge_used])
+            if i >= 10:
+                times.append(time.perf_counter() - t0)
+                tokens.append(prompt.n_tokens)
+        out[label] = {**summary_ms(times), "prompt_tokens_mean": round(statistics.fmean(tokens), 1)}
+    out["added_p50_ms"] = round(out["on"]["p50_ms"] - out["off"]["p50_ms"], 3)
+    out["added_p99_ms"] = round(out["on"]["p99_ms"] - out["off"]["p99_ms"], 3)
+    return out
+
+
+def measure_prefix_cache(tenant, n_conversations: int = 40) -> dict:
+    """Hit rate of the engine's prefix cache (tokens served from it / prompt tokens) over
+    three-turn conversations, the same questions with knowledge in the prompt and without."""
+    import torch
+
+    from inference.engine.prefix_cache import PrefixCache
+    from inference.pipeline.cpu import knowledge_hits
+    from inference.text.prompting import build_prompt
+    from inference.text.tokenizer import get_tokenizer
+    from inference.wire.spec import RequestSpec, Sampling
+    from knowledge.selectors import passage, retrieval_spec
+
+    tokenizer = get_tokenizer()
+    qs = [q["question"] for q in questions()]
+    rng = random.Random(7)
+    conversations = [rng.sample(qs, 3) for _ in range(n_conversations)]
+    out = {}
+    for label, retrieval in (("without_knowledge", {}), ("with_knowledge", retrieval_spec(tenant))):
+        cache = PrefixCache(fingerprint="bench", max_tokens=1 << 22, block_size=32)
+        hit = total = 0
+        for turns in conversations:
+            history: list[dict] = []
+            for question in turns:
+                history.append({"role": "user", "content": question})
+                spec = RequestSpec(request_id="b", tenant_id=tenant.pk, api_key_id=None, conversation_id="c",
+                                   channel="widget", sampling=Sampling(), retrieval=retrieval)
+                hits = knowledge_hits(spec, history)
+                ids = build_prompt(tokenizer, system_prompt=SYSTEM_PROMPT, history=history, max_prompt_tokens=1536,
+                                   knowledge=[passage(h) for h in hits] if retrieval else None).token_ids
+                found = cache.lookup(ids, f"tenant:{tenant.pk}")
+                hit += found.tokens if found else 0
+                total += len(ids)
+                kv = torch.zeros(1, 1, len(ids), 1)
+                cache.insert(ids, f"tenant:{tenant.pk}", kv, kv)
+                history.append({"role": "assistant", "content": REPLY})
+        out[label] = {"prompt_tokens": total, "cached_tokens": hit, "hit_rate": round(hit / total, 3)}
+    return out
+
+
+def child(backend: str, sizes: list[int], n_queries: int, out_path: Path) -> None:
+    run_dir = BENCH_DIR / f"knowledge-{backend}-{os.getpid()}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    throwaway = None
+    if backend == "postgres":
+        import psycopg
+
+        throwaway = f"tandem_bench_knowledge_{os.getpid()}"
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{throwaway}"')
+        os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{throwaway}"
+    else:
+        os.environ["DATABASE_URL"] = f"sqlite:///{run_dir / 'bench.sqlite3'}"
+    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:1/0")  # never reached: nothing here enqueues
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tandem.settings")
+    import logging
+
+    import django
+
+    django.setup()
+    logging.getLogger("tenants.changes").setLevel(logging.CRITICAL)  # no Redis to count changes in
+    from django.core.management import call_command
+    from django.db import connection, connections
+
+    from tenants.services import tenant_create
+
+    try:
+        call_command("migrate", verbosity=0, interactive=False)
+        result: dict = {"backend": backend, "vendor": connection.vendor}
+        say(f"{backend}: quality on the help centre")
+        demo = tenant_create(slug="bench-demo", name="Demo").tenant
+        result["quality"] = measure_quality(demo)
+        say(f"{backend}: prefix cache with and without knowledge")
+        result["prefix_cache"] = measure_prefix_cache(demo)
+        result["latency"] = {}
+        rng = random.Random(1)
+        for n in sizes:
+            say(f"{backend}: {n} chunks (+{n // 10} of another tenant)")
+            tenant = tenant_create(slug=f"bench-{n}", name=f"Bench {n}").tenant
+            other = tenant_create(slug=f"bench-{n}-other", name="Other").tenant
+            t0 = time.perf_counter()
+            synthetic_chunks(tenant, n, rng)
+            synthetic_chunks(other, n // 10, rng)
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("VACUUM ANALYZE knowledge_chunk")
+            build_s = time.perf_counter() - t0
+            result["latency"][str(n)] = {**measure_latency(tenant, n_queries), "build_s": round(build_s, 1)}
+            say(f"{backend}: {n} chunks: {result['latency'][str(n)]}")
+            if n == max(sizes):
+                say(f"{backend}: the CPU tier's added time at {n} chunks")
+                result["cpu_tier"] = {"chunks": n, **measure_cpu_tier(tenant, 200)}
+        out_path.write_text(json.dumps(result, indent=2))
+    finally:
+        connections.close_all()
+        if throwaway:
+            import psycopg
+
+            with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{throwaway}" WITH (FORCE)')
+
+
+# -- the parent ---------------------------------------------------------------------------
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks knowledge")
+    parser.add_argument("--backends", default="sqlite,postgres")
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    if args.child:
+        child(args.child, sizes, args.queries, Path(args.out))
+        return
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    BENCH_DIR.mkdir(parents=True, exist_ok=True)
+    report = {"machine": machine_info(), "sizes": sizes, "queries": args.queries, "backends": {}}
+    for backend in args.backends.split(","):
+        out = BENCH_DIR / f"knowledge-{backend}-{stamp}.json"
+        env = {**os.environ, "PYTHONPATH": str(BASE_DIR)}
+        env.pop("DATABASE_URL", None)
+        subprocess.run([sys.executable, "-m", "benchmarks", "knowledge", "--child", backend, "--out", str(out),
+                        "--sizes", args.sizes, "--queries", str(args.queries)], cwd=BASE_DIR, env=env, check=True)
+        report["backends"][backend] = json.loads(out.read_text())
+    path = BENCH_DIR / f"knowledge-{stamp}.json"
+    path.write_text(json.dumps(report, indent=2))
+    b = report["backends"]
+    print(f"\n{measured_on(report['machine'])}\n")
+    print(table(["backend", "chunks", "retrieval p50 ms", "retrieval p99 ms", "build s"],
+                [[name, n, r["latency"][str(n)]["p50_ms"], r["latency"][str(n)]["p99_ms"], r["latency"][str(n)]["build_s"]]
+                 for name, r in b.items() for n in sizes]))
+    print()
+    print(table(["backend", "articles", "questions", "hit@1", "hit@3"],
+                [[name, r["quality"]["articles"], r["quality"]["questions"], r["quality"]["hit@1"], r["quality"]["hit@3"]]
+                 for name, r in b.items()]))
+    print()
+    print(table(["backend", "chunks", "CPU tier off p50/p99 ms", "on p50/p99 ms", "added p50/p99 ms", "prompt tokens off/on"],
+                [[name, r["cpu_tier"]["chunks"], f"{r['cpu_tier']['off']['p50_ms']}/{r['cpu_tier']['off']['p99_ms']}",
+                  f"{r['cpu_tier']['on']['p50_ms']}/{r['cpu_tier']['on']['p99_ms']}",
+                  f"{r['cpu_tier']['added_p50_ms']}/{r['cpu_tier']['added_p99_ms']}",
+                  f"{r['cpu_tier']['off']['prompt_tokens_mean']}/{r['cpu_tier']['on']['prompt_tokens_mean']}"]
+                 for name, r in b.items()]))
+    print()
+    print(table(["backend", "prefix-cache hit rate without knowledge", "with knowledge"],
+                [[name, r["prefix_cache"]["without_knowledge"]["hit_rate"], r["prefix_cache"]["with_knowledge"]["hit_rate"]]
+                 for name, r in b.items()]))
+    print(f"\nJSON: {path}")

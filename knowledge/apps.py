@@ -1,0 +1,11 @@
+from django.apps import AppConfig
+
+
+class KnowledgeConfig(AppConfig):
+    name = "knowledge"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from . import signals
+
+        signals.connect()

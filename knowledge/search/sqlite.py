@@ -1,0 +1,75 @@
+"""SQLite retrieval: the FTS5 table `knowledge_chunk_fts` (tenant token, title, heading,
+body; Porter stemming over unicode61), which triggers on `knowledge_chunk` keep equal to
+the chunk rows (migration 0001), ranked by `bm25()`.
+
+The tenant is inside the MATCH itself: every row's `tenant` column holds the token
+`t<tenant id>`, which the query requires (index-driven, weight 0 in the ranking), and
+the joined chunk row's tenant_id is checked again. bm25's term statistics are the whole
+table's, so another tenant's articles nudge a score's scale (never which chunks come
+back); PostgreSQL's ts_rank_cd uses no corpus statistics."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from django.db import connections
+
+from .base import COMMON_FLOOR, COMMON_FRACTION, Hit, squash, unsquash
+
+# bm25 column weights, in the table's column order: tenant, title, heading, body.
+WEIGHTS = (0.0, 4.0, 2.0, 1.0)
+
+_SQL = """
+SELECT c.id, c.article_id, c.title, c.heading, c.text, a.url, -bm25(knowledge_chunk_fts, {weights}) AS raw
+FROM knowledge_chunk_fts
+JOIN knowledge_chunk c ON c.id = knowledge_chunk_fts.rowid
+JOIN knowledge_article a ON a.id = c.article_id
+WHERE knowledge_chunk_fts MATCH ({match}) AND c.tenant_id = %s
+ORDER BY raw DESC, c.id
+LIMIT %s
+"""
+
+
+# The MATCH expression, built inside the statement from the question's words less the
+# tenant's common ones (base.COMMON_FRACTION), read from knowledge_term's unique index:
+# `tenant : "t7" AND {title heading body} : ("refund" OR "twice")`. The words are
+# letters and digits only (base.query_terms): quoted, none can be an FTS5 operator.
+_MATCH = """
+WITH s AS (SELECT j.value AS w, coalesce(t.df, 0) AS df FROM json_each(%s) AS j
+           LEFT JOIN knowledge_term t ON t.tenant_id = %s AND t.word = j.value),
+     cap AS (SELECT max(%s, coalesce((SELECT df FROM knowledge_term WHERE tenant_id = %s AND word = ''), 0)
+                            * %s) AS c)
+SELECT 'tenant : "t' || %s || '" AND {title heading body} : (' || group_concat('"' || s.w || '"', ' OR ') || ')'
+FROM s, cap WHERE s.df <= cap.c OR (SELECT min(df) FROM s) > cap.c
+"""
+
+
+class SqliteBackend:
+    vendor = "sqlite"
+
+    def __init__(self, using: str = "default"):
+        self.using = using
+
+    def index_article(self, *, article_id, language: str) -> None:
+        # The triggers indexed the rows as they were inserted (and unindex them as they
+        # are deleted). One tokenizer serves every tenant: Porter stems English.
+        return None
+
+    def search(self, *, tenant_id: int, terms: list[str], k: int, min_score: float,
+               language: str) -> list[Hit]:
+        if not terms or k < 1:
+            return []
+        sql = _SQL.format(weights=", ".join(map(str, WEIGHTS)), match=_MATCH)
+        tenant_id = int(tenant_id)
+        params = [json.dumps(list(terms)), tenant_id, COMMON_FLOOR, tenant_id, COMMON_FRACTION, tenant_id]
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(sql, [*params, tenant_id, int(k)])
+            rows = cursor.fetchall()
+        # Rows come best first, so dropping those under the floor after the LIMIT keeps
+        # exactly the top k of those above it.
+        floor = unsquash(min_score) if min_score > 0 else float("-inf")
+        rows = [r for r in rows if r[-1] >= floor]
+        return [Hit(chunk_id=pk, article_id=str(uuid.UUID(str(article))), title=title, heading=heading,
+                    text=text, url=url, score=round(squash(raw), 4))
+                for pk, article, title, heading, text, url, raw in rows]

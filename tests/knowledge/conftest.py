@@ -1,0 +1,17 @@
+"""Knowledge test helpers: the demo help centre (the fixture seed_demo loads), imported and
+indexed in-process (what the Celery task runs, called directly: no eager Celery)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from knowledge import importing, services
+from knowledge.models import Article
+
+HELP_CENTRE = Path(__file__).resolve().parents[2] / "knowledge" / "fixtures" / "demo-help-centre"
+
+
+def import_help_centre(tenant) -> dict[str, Article]:
+    """{source path: article}, every one indexed."""
+    result = services.articles_import(tenant=tenant, items=importing.parse_folder(HELP_CENTRE), index="inline")
+    return {a.source: a for a in result.articles}
