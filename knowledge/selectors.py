@@ -29,6 +29,23 @@ def article_list(*, tenant: Tenant, limit: int, offset: int = 0) -> tuple[list[A
     return rows[:limit], len(rows) > limit
 
 
+def article_search(*, tenant: Tenant, q: str = "", limit: int = 200) -> tuple[list[Article], bool]:
+    """The tenant's articles whose title, URL, tags or text hold `q` (case-insensitive;
+    all of them when blank), most recently changed first, and whether more matched."""
+    from django.db.models import Q
+
+    rows = access_list(Article, tenant=tenant).defer("body", "text")
+    q = (q or "").strip()
+    if q:
+        rows = rows.filter(Q(title__icontains=q) | Q(url__icontains=q) | Q(tags__icontains=q) | Q(text__icontains=q))
+    found = list(rows[:limit + 1])
+    return found[:limit], len(found) > limit
+
+
+def articles_pending(*, tenant: Tenant) -> bool:
+    return access_list(Article, tenant=tenant).filter(status=Article.Status.PENDING).exists()
+
+
 def settings_for(tenant: Tenant) -> KnowledgeSettings:
     """The tenant's settings (an unsaved default row when it has none). Read through the
     tenant's relation, so an instance asks the database once."""

@@ -295,15 +295,44 @@ def tenant_set_active(*, tenant: Tenant, active: bool, actor: Actor = SYSTEM) ->
     return tenant
 
 
-def tenant_set_assistant(*, tenant: Tenant, system_prompt: str, actor: Actor = SYSTEM) -> Tenant:
-    """The assistant's persona: the first message of every prompt from the next one on."""
-    before = audit.snapshot(tenant, ("system_prompt",))
-    tenant.system_prompt = system_prompt.strip()
-    _full_clean(tenant)
-    tenant.save(update_fields=["system_prompt"])
-    audit.record_change(actor=actor, tenant=tenant, entity="tenant", instance=tenant, before=before,
-                        fields=("system_prompt",), summary=f"system prompt of {tenant.slug} changed")
+ASSISTANT_FIELDS = ("system_prompt", "widget_title", "widget_color", "widget_greeting", "widget_placeholder",
+                    "widget_position", "widget_locale", "identity_verification", "handover_patterns",
+                    "handover_text")
+
+
+def tenant_set_assistant(*, tenant: Tenant, system_prompt: str | None = None, actor: Actor = SYSTEM,
+                         **values) -> Tenant:
+    """The assistant's persona (the first message of every prompt from the next one on),
+    the widget's appearance and texts, identity verification and the hand-over settings:
+    any of `ASSISTANT_FIELDS`, one audited change. Turning identity verification on
+    makes a secret when there is none (`tenant_identity_secret_ensure`)."""
+    if system_prompt is not None:
+        values["system_prompt"] = system_prompt
+    unknown = set(values) - set(ASSISTANT_FIELDS)
+    if unknown:
+        raise ValidationError(f"Not an assistant setting: {', '.join(sorted(unknown))}.")
+    fields = tuple(f for f in ASSISTANT_FIELDS if f in values)
+    with transaction.atomic():
+        tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
+        before = audit.snapshot(tenant, fields)
+        for name in fields:
+            value = values[name]
+            setattr(tenant, name, value.strip() if isinstance(value, str) else value)
+        _full_clean(tenant)
+        tenant.save(update_fields=list(fields))
+        tenant_identity_secret_ensure(tenant=tenant)
+        changed = [f for f in fields if before[f] != audit.value_of(tenant, f)]
+        audit.record_change(actor=actor, tenant=tenant, entity="tenant", instance=tenant, before=before,
+                            fields=fields, summary=f"assistant of {tenant.slug} changed: {', '.join(changed)}")
     return tenant
+
+
+def tenant_rotate_identity_secret(*, tenant: Tenant, actor: Actor = SYSTEM) -> str:
+    """A new identity secret, audited (the secret itself is never logged); returns it."""
+    secret = tenant_identity_secret_rotate(tenant=tenant)
+    audit.record(actor=actor, tenant=tenant, entity="tenant", entity_id=tenant.pk, action="rotate",
+                 summary=f"identity secret of {tenant.slug} rotated")
+    return secret
 
 
 def _owners(tenant: Tenant):

@@ -70,4 +70,21 @@
     });
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();
+
+  // Tenant → Assistant: the widget preview (an iframe) follows the form's unsaved values.
+  var previewForm = document.getElementById("assistant-form");
+  var preview = document.getElementById("widget-preview");
+  if (previewForm && preview) {
+    var FIELDS = ["widget_title", "widget_color", "widget_greeting", "widget_placeholder", "widget_position", "widget_locale"];
+    var timer = null, last = preview.getAttribute("src");
+    var refresh = function () {
+      var q = new URLSearchParams();
+      FIELDS.forEach(function (name) { var el = previewForm.elements[name]; if (el) q.set(name, el.value); });
+      var src = preview.getAttribute("data-preview-src") + "?" + q.toString();
+      if (src !== last) { last = src; preview.setAttribute("src", src); }
+    };
+    var later = function () { clearTimeout(timer); timer = setTimeout(refresh, 400); };
+    previewForm.addEventListener("input", later);
+    previewForm.addEventListener("change", later);
+  }
 })();

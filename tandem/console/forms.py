@@ -8,8 +8,10 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 
+from inference.text import handover
+from knowledge.models import MAX_TOP_K
 from tandem.chat.models import Conversation
-from tenants.models import ApiKey, ComputePool, Membership
+from tenants.models import ApiKey, ComputePool, Membership, Tenant
 from tenants.services import MAX_DECODE_SLOTS, PRIORITY_RANGE
 
 INT_MAX = 2_147_483_647  # PositiveIntegerField's range on every database
@@ -106,17 +108,99 @@ class OriginsForm(Form):
 
 
 class AssistantForm(Form):
-    """The assistant page's form: the persona now. The widget's appearance fields join
-    here as another fieldset (`FIELDSETS`) when the widget stores them on the tenant."""
+    """The assistant page's form, in fieldsets (`FIELDSETS`): the persona, the widget's
+    appearance and texts, identity verification and the hand-over. Its field names are
+    the tenant's (`tenants.services.ASSISTANT_FIELDS`)."""
 
     system_prompt = forms.CharField(
         label="System prompt", required=False, max_length=8000, widget=forms.Textarea(attrs={"rows": 8}),
         help_text="The support persona: always the first message of every prompt.")
+    widget_title = forms.CharField(label="Title", required=False, max_length=80,
+                                   help_text="The panel's header; the tenant's name when blank.")
+    widget_color = forms.RegexField(
+        label="Colour", regex=r"^#[0-9a-fA-F]{6}$", max_length=7, widget=forms.TextInput(attrs={"type": "color"}),
+        error_messages={"invalid": "Enter a colour as #rrggbb, e.g. #2f5bd3."},
+        help_text="Header, launcher and the visitor's messages; the text on it is black or white, "
+                  "whichever contrasts more.")
+    widget_greeting = forms.CharField(label="Greeting", required=False, max_length=500,
+                                      widget=forms.Textarea(attrs={"rows": 2}),
+                                      help_text="The first message a visitor sees (Markdown); a default when blank.")
+    widget_placeholder = forms.CharField(label="Placeholder", required=False, max_length=100,
+                                         help_text="The message box's placeholder; a default when blank.")
+    widget_position = forms.ChoiceField(label="Position", choices=Tenant.WidgetPosition.choices)
+    widget_locale = forms.ChoiceField(label="Language", required=False,
+                                      choices=Tenant.WidgetLocale.choices,
+                                      help_text="The widget's own strings; a page may override it.")
+    identity_verification = forms.BooleanField(
+        label="Identity verification", required=False,
+        help_text="Visitors the site identifies (Tandem.identify) must prove it with "
+                  "HMAC-SHA256(identity secret, user id). Turning it on makes a secret if there is none.")
+    handover_patterns = forms.CharField(
+        label="Hand-over phrases", required=False, max_length=30_000, widget=forms.Textarea(attrs={"rows": 4}),
+        help_text="Phrases that mean \"let me talk to a person\": one regular expression a line "
+                  "(case-insensitive). Blank: the built-in English and French set; \"-\" alone: off.")
+    handover_text = forms.CharField(label="Hand-over message", required=False, max_length=300,
+                                    help_text="What the assistant says when it hands over; a default when blank.")
 
-    FIELDSETS = [("Persona", ["system_prompt"])]
+    FIELDSETS = [
+        ("Persona", ["system_prompt"]),
+        ("Widget appearance", ["widget_title", "widget_color", "widget_position", "widget_locale"]),
+        ("Widget texts", ["widget_greeting", "widget_placeholder"]),
+        ("Identity verification", ["identity_verification"]),
+        ("Hand-over to a person", ["handover_patterns", "handover_text"]),
+    ]
+    PREVIEW_FIELDS = ("widget_title", "widget_color", "widget_greeting", "widget_placeholder",
+                      "widget_position", "widget_locale")
+
+    def clean_widget_color(self):
+        return self.cleaned_data["widget_color"].lower()
+
+    def clean_handover_patterns(self):
+        patterns = self.cleaned_data["handover_patterns"]
+        try:
+            handover.parse(patterns)
+        except handover.BadPattern as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return patterns
 
     def fieldsets(self):
         return [(title, [self[name] for name in names]) for title, names in self.FIELDSETS]
+
+    @classmethod
+    def initial_for(cls, tenant: Tenant) -> dict:
+        return {name: getattr(tenant, name) for name in cls.base_fields}
+
+
+class ArticleForm(Form):
+    title = forms.CharField(label="Title", max_length=300)
+    url = forms.CharField(label="URL", required=False, max_length=1000,
+                          help_text="Where the article is on the tenant's site: replies link to it.")
+    tags = forms.CharField(label="Tags", required=False, max_length=1100,
+                           help_text="Comma-separated, e.g. billing, refunds")
+    body = forms.CharField(label="Body", max_length=200_000, widget=forms.Textarea(attrs={"rows": 14}),
+                           help_text="Markdown.")
+
+    def clean_tags(self):
+        return [t.strip() for t in self.cleaned_data["tags"].split(",") if t.strip()]
+
+    @staticmethod
+    def initial_for(article) -> dict:
+        return {"title": article.title, "url": article.url, "tags": ", ".join(article.tags), "body": article.body}
+
+
+class ArticleImportForm(Form):
+    file = forms.FileField(label="File", help_text="A .jsonl file (one article a line) or a .zip of .md, .txt "
+                                                   "and .html files; an article with the same source is updated.")
+
+
+class KnowledgeSettingsForm(Form):
+    enabled = forms.BooleanField(label="Retrieval on", required=False,
+                                 help_text="Ground replies in the tenant's articles.")
+    top_k = forms.IntegerField(label="Passages per message (k)", min_value=1, max_value=MAX_TOP_K,
+                               help_text=f"1 to {MAX_TOP_K}; those that fit the prompt are kept.")
+    min_score = forms.FloatField(label="Minimum score", min_value=0.0, max_value=1.0,
+                                 widget=forms.NumberInput(attrs={"step": "0.05"}),
+                                 help_text="0 to 1: passages scoring below it are left out.")
 
 
 class MemberAddForm(Form):

@@ -11,6 +11,7 @@ import uuid
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from knowledge.models import Article
 from tenants.models import ApiKey, ComputePool, Membership
 
 pytestmark = pytest.mark.django_db
@@ -35,9 +36,16 @@ def test_the_sweep_sees_the_console_and_its_ids():
     patterns = console_patterns()
     params = {name for _, _, names in patterns for name in names}
     assert len(patterns) > 20
-    assert {"slug", "key_id", "membership_id", "conversation_id", "pool_id"} <= params
+    assert {"slug", "key_id", "membership_id", "conversation_id", "pool_id", "article_id"} <= params
     names = {name for name, _, _ in patterns}
     assert {"inbox_conversation", "inbox_claim", "inbox_reply", "inbox_note", "inbox_resolve"} <= names
+    assert {"knowledge", "article_edit", "article_delete", "assistant_preview", "identity_secret_rotate"} <= names
+
+
+def article_of(tenant, title: str = "Returns") -> Article:
+    """An article row as the knowledge services leave it (indexing is not the point here)."""
+    return Article.objects.create(tenant=tenant, title=title, body="Send it back within 30 days.",
+                                  text="Send it back within 30 days.")
 
 
 def other_tenants_values(world) -> dict[str, list[dict]]:
@@ -50,6 +58,7 @@ def other_tenants_values(world) -> dict[str, list[dict]]:
         "membership_id": Membership.objects.filter(tenant=b).first().pk,
         "conversation_id": world.conv_b.pk,
         "pool_id": ComputePool.objects.first().pk,  # operators' only: no tenant's at all
+        "article_id": (Article.objects.filter(tenant=b).first() or article_of(b)).pk,
     }
 
 
@@ -101,7 +110,8 @@ def test_a_missing_object_is_the_same_404(client, world):
     client.force_login(world.owner_a)
     a = world.a.tenant.slug
     for url in [f"/console/t/{a}/keys/999999/revoke/", f"/console/t/{a}/members/999999/role/",
-                f"/console/t/{a}/conversations/{uuid.uuid4()}/", "/console/t/no-such-tenant/quotas/"]:
+                f"/console/t/{a}/conversations/{uuid.uuid4()}/", f"/console/t/{a}/knowledge/{uuid.uuid4()}/",
+                f"/console/t/{a}/knowledge/{uuid.uuid4()}/delete/", "/console/t/no-such-tenant/quotas/"]:
         assert client.post(url).status_code == 404, url
 
 
@@ -114,3 +124,7 @@ def test_the_same_urls_work_for_the_tenants_own_objects(client, world):
     assert client.post(f"/console/t/{a.slug}/keys/{key.pk}/revoke/").status_code == 302
     key.refresh_from_db()
     assert key.revoked_at is not None
+    article = article_of(a)
+    assert client.get(f"/console/t/{a.slug}/knowledge/{article.pk}/").status_code == 200
+    assert client.post(f"/console/t/{a.slug}/knowledge/{article.pk}/delete/").status_code == 302
+    assert not Article.objects.filter(pk=article.pk).exists()

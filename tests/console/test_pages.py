@@ -9,6 +9,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from knowledge.models import Article
 from tenants.models import ApiKey, AuditLog, ComputePool, Membership, Quota
 from tests.console.test_idor import console_patterns
 
@@ -27,7 +28,9 @@ def url_values(world):
     a = world.a.tenant
     return {"slug": a.slug, "key_id": ApiKey.objects.filter(tenant=a, kind="widget").first().pk,
             "membership_id": Membership.objects.filter(tenant=a, role="viewer").first().pk,
-            "conversation_id": world.conv_a.pk, "pool_id": ComputePool.objects.first().pk}
+            "conversation_id": world.conv_a.pk, "pool_id": ComputePool.objects.first().pk,
+            "article_id": Article.objects.create(tenant=a, title="Returns", body="Within 30 days.",
+                                                 text="Within 30 days.").pk}
 
 
 def unlabelled_fields(html: str) -> list[str]:
