@@ -17,11 +17,25 @@ pytestmark = pytest.mark.django_db
 
 QUOTA_LABELS = ["Requests per minute", "Tokens per minute", "Max concurrent streams",
                 "Daily token budget", "Max prompt tokens", "Max output tokens"]
-TENANT_NAV = ["Quotas", "Hardware allocation", "Keys", "Assistant", "Conversations", "Members"]
+TENANT_NAV = ["Quotas", "Hardware allocation", "Keys", "Assistant", "Knowledge", "Conversations", "Members"]
 
 
 def labels(html: str) -> list[str]:
     return [re.sub(r"<[^>]+>", "", m).strip() for m in re.findall(r"<label[^>]*>(.*?)</label>", html, re.S)]
+
+
+def assistant_form(tenant, **fields) -> dict:
+    """What the assistant page's form submits as the page fills it in, `fields` on top."""
+    from tandem.console.forms import AssistantForm
+
+    data = {}
+    for name, value in {**AssistantForm.initial_for(tenant), **fields}.items():
+        if isinstance(value, bool):
+            if value:
+                data[name] = "on"
+        else:
+            data[name] = value
+    return data
 
 
 def url_values(world):
@@ -79,7 +93,7 @@ def test_a_tenant_page_has_its_nav_links(client, world):
     client.force_login(world.viewer_a)
     html = client.get("/console/t/alpha/").content.decode()
     nav = html.split('aria-label="Tenant Alpha"')[1].split("</nav>")[0]
-    assert [re.sub(r"<[^>]+>", "", a) for a in re.findall(r"<a [^>]*>.*?</a>", nav)][1:7] == TENANT_NAV
+    assert [re.sub(r"<[^>]+>", "", a) for a in re.findall(r"<a [^>]*>.*?</a>", nav)][1:8] == TENANT_NAV
 
 
 def test_staff_edit_quotas_with_exactly_labelled_fields_and_a_save_button(client, world):
@@ -194,7 +208,8 @@ def test_the_assistant_page_saves_the_system_prompt(client, world):
     client.force_login(world.admin_a)
     html = client.get("/console/t/alpha/assistant/").content.decode()
     assert "System prompt" in labels(html)
-    assert client.post("/console/t/alpha/assistant/", {"system_prompt": "You are Alpha's helper."}).status_code == 302
+    form = assistant_form(world.a.tenant, system_prompt="You are Alpha's helper.")
+    assert client.post("/console/t/alpha/assistant/", form).status_code == 302
     world.a.tenant.refresh_from_db()
     assert world.a.tenant.system_prompt == "You are Alpha's helper."
 
