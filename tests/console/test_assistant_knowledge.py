@@ -9,6 +9,7 @@ import re
 import zipfile
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 
 from knowledge import services as knowledge_services
 from knowledge.models import Article, KnowledgeSettings
@@ -154,21 +155,20 @@ def test_an_admin_creates_edits_and_deletes_an_article_with_errors_beside_fields
 def test_a_jsonl_or_zip_upload_imports_and_a_bad_file_is_an_error_on_the_form(client, world):
     client.force_login(world.owner_a)
     lines = "\n".join(json.dumps({"title": f"Article {i}", "body": f"Body {i}.", "source": f"s{i}"}) for i in range(3))
-    up = io.BytesIO(lines.encode()); up.name = "help.jsonl"
+    up = SimpleUploadedFile("help.jsonl", lines.encode())
     assert client.post(f"{A}/knowledge/import/", {"file": up}).status_code == 302
     assert Article.objects.filter(tenant=world.a.tenant).count() == 3
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         z.writestr("faq/returns.md", "# Returns\n\nWithin 30 days.")
-    buf.seek(0); buf.name = "help.zip"
-    assert client.post(f"{A}/knowledge/import/", {"file": buf}).status_code == 302
+    zipped = SimpleUploadedFile("help.zip", buf.getvalue())
+    assert client.post(f"{A}/knowledge/import/", {"file": zipped}).status_code == 302
     assert Article.objects.filter(tenant=world.a.tenant, title="Returns").exists()
     for name, data, message in [("bad.jsonl", b'{"title": "x"}\nnot json', "not valid JSON"),
                                 ("bad.zip", b"PK nope", "not a readable zip"),
                                 ("notes.pdf", b"%PDF", ".jsonl or a .zip"),
                                 ("empty.jsonl", b"", "file is empty"), ("blank.jsonl", b"\n\n", "no articles")]:
-        f = io.BytesIO(data); f.name = name
-        response = client.post(f"{A}/knowledge/import/", {"file": f})
+        response = client.post(f"{A}/knowledge/import/", {"file": SimpleUploadedFile(name, data)})
         assert response.status_code == 400, name
         assert message in response.content.decode() and 'class="errorlist"' in response.content.decode(), name
     assert Article.objects.filter(tenant=world.a.tenant).count() == 4
