@@ -225,3 +225,53 @@ def test_screenshots_of_every_console_page(platform, browser, redis_client, fake
     assert Membership.objects.filter(tenant=acme.tenant).count() == 3
     assert ComputePool.objects.filter(slug="gpu-a").count() == 2
     assert PASSWORD  # the people above sign in with it
+
+
+def test_screenshots_of_the_assistant_and_knowledge_pages(live_server, browser):  # noqa: F811
+    """Tenant → Assistant with its live widget preview and Tenant → Knowledge with
+    articles in each indexing state. The Django test server is enough (the preview
+    answers the widget locally; nothing here needs a worker):
+
+        .venv/bin/python -m pytest tests/console/screenshots.py -k assistant_and_knowledge"""
+    from playwright.sync_api import expect
+
+    from knowledge import services as knowledge_services
+    from knowledge.models import Article
+    from tests.factories import make_tenant
+
+    out = Path(OUT)
+    out.mkdir(parents=True, exist_ok=True)
+    acme = make_tenant(slug="acme").tenant
+    acme.name = "Acme Outdoor"
+    acme.save(update_fields=["name"])
+    services.tenant_set_assistant(tenant=acme, system_prompt="You are Acme Outdoor's support assistant.",
+                                  widget_title="Acme help", widget_color="#1f7a4d",
+                                  widget_greeting="Hi! Ask me about orders, returns or sizing.")
+    for title, tags in [("Returns and refunds", ["orders", "refunds"]), ("Shipping times", ["orders"]),
+                        ("Choosing a tent size", ["sizing"])]:
+        a = knowledge_services.article_create(tenant=acme, title=title, tags=tags,
+                                              url=f"https://acme.example/help/{title.split()[0].lower()}",
+                                              body=f"# {title}\n\nWhat {title.lower()} means at Acme, in short.")
+        if title != "Choosing a tent size":
+            knowledge_services.article_index(article_id=a.pk)
+    Article.objects.filter(tenant=acme, title="Shipping times").update(status="failed", error="the body has no text")
+    ops = user(is_staff=True, username="ops")
+    Membership.objects.get_or_create(user=ops, tenant=acme, defaults={"role": "owner"})
+
+    class Site:
+        base_url = live_server.url
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    sign_in(page, Site, "ops")
+    page.goto(f"{live_server.url}/console/t/acme/assistant/")
+    page.get_by_label("Title").fill("Acme support")
+    preview = page.frame_locator("#widget-preview")
+    expect(preview.locator("tandem-chat header")).to_contain_text("Acme support")
+    expect(preview.locator("tandem-chat")).to_contain_text("2 business days")  # the sample exchange
+    page.screenshot(path=str(out / "assistant-preview.png"), full_page=True)
+    page.goto(f"{live_server.url}/console/t/acme/knowledge/")
+    expect(page.get_by_role("status")).to_contain_text("Indexing")
+    page.screenshot(path=str(out / "knowledge.png"), full_page=True)
+    context.close()
