@@ -5,7 +5,8 @@ helpers, the one place where tenancy and roles are checked (Zulip's
 - Platform operators (`is_staff`) see every tenant and may do everything.
 - A tenant's members see only their own tenants: a *viewer* reads, an *agent* also
   answers the conversations handed to a person (the inbox), an *admin* also
-  manages keys, the assistant and widget settings and conversations, an *owner* also the
+  manages keys, the assistant and widget settings, the knowledge articles and
+  conversations, an *owner* also the
   members (and reads the tenant's audit log). No member changes quotas or the hardware
   allocation; they read both.
 
@@ -45,7 +46,7 @@ class Can(enum.Enum):
     """What a page or form needs. The roles that have each are in `_GRANTS`."""
 
     VIEW = "view"  # read the tenant's pages: overview, quotas, allocation, keys, conversations
-    MANAGE = "manage"  # keys, assistant and widget settings, conversations
+    MANAGE = "manage"  # keys, assistant and widget settings, knowledge (articles, import, retrieval), conversations
     MEMBERS = "members"  # add, change and remove members
     AUDIT = "audit"  # read the tenant's audit log
     INBOX = "inbox"  # the agent inbox: claim, answer and resolve conversations handed to a person
