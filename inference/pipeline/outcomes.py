@@ -17,7 +17,7 @@ from tandem.chat.models import Message
 from tenants import quotas
 from tenants.models import UsageRecord
 
-from ..wire import streams
+from ..wire import metrics, streams
 from ..wire.connections import get_redis
 from ..wire.spec import RequestSpec
 from .contracts import ReplyOutcome
@@ -47,6 +47,7 @@ def request_fail(*, request_id: str, code: str, message: str) -> bool:
     updated = Message.objects.filter(pk=request_id, status__in=_PROGRESS).update(
         status=Message.Status.FAILED, error=f"{code}: {message}", finished_at=timezone.now())
     if updated:
+        metrics.REQUEST_ERRORS.labels(code).inc()
         streams.publish(get_redis(), request_id, [streams.error_record(code, message)])
     _quota_release(request_id=request_id)
     return bool(updated)
@@ -76,11 +77,32 @@ def request_finish(*, spec: RequestSpec, outcome: ReplyOutcome) -> bool:
                 prefill_worker=o.prefill_worker, decode_worker=o.decode_worker, finish_reason=o.finish_reason,
             ),
         )
+    metrics.REQUESTS_FINISHED.labels(spec.decode_pool, o.finish_reason).inc()
+    metrics.E2E_LATENCY.labels(spec.decode_pool, metrics.tenant_label(spec.tenant_id)).observe(o.duration_ms / 1000)
     # The real count replaces the reservation made at admission, and the tenant's stream
     # slot frees (idempotent: a redelivered task does not count twice).
     quotas.reconcile(get_redis(), tenant_id=spec.tenant_id, request_id=spec.request_id,
                      actual_tokens=o.prompt_tokens + o.completion_tokens)
     return True
+
+
+def final_record(*, request_id: str) -> dict | None:
+    """The stream's last record for a reply already final in the database (None while it
+    is in progress): for a worker that picks up a reply whose worker died after writing
+    its row but before closing its stream."""
+    msg = Message.objects.filter(pk=request_id).first()
+    if msg is None or msg.status in _PROGRESS:
+        return None
+    if msg.status == Message.Status.FAILED:
+        code, _, text = msg.error.partition(": ")
+        return streams.error_record(code or "failed", text or msg.error)
+    usage = UsageRecord.objects.filter(message_id=msg.pk).first()
+    cached = usage.cached_tokens if usage is not None else 0
+    return streams.end_record(msg.finish_reason or "stop", {
+        "prompt_tokens": msg.prompt_tokens, "completion_tokens": msg.completion_tokens,
+        "total_tokens": msg.prompt_tokens + msg.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": cached}},
+        {"ttft_ms": msg.ttft_ms, "duration_ms": msg.duration_ms})
 
 
 def end_record(outcome: ReplyOutcome) -> dict:

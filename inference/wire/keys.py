@@ -28,8 +28,18 @@ def handoff(request_id: str) -> str:
     return f"{PREFIX}:handoff:{request_id}"
 
 
+def owner(request_id: str) -> str:
+    """Who holds the request now (inference.wire.ownership): worker, stage, epoch, state."""
+    return f"{PREFIX}:owner:{request_id}"
+
+
 # A cancel flag outlives any request (its spec expires after an hour too).
 CANCEL_TTL_S = 3600
 CANCEL_CHANNEL = f"{PREFIX}:cancel"
 WORKER_HASH_PREFIX = f"{PREFIX}:worker:"
 WORKERS_SET = f"{PREFIX}:workers"
+
+
+def worker_requests(name: str) -> str:
+    """The requests a worker holds, beside its heartbeat key (`WORKER_HASH_PREFIX + name`)."""
+    return f"{WORKER_HASH_PREFIX}{name}:requests"

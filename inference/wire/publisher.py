@@ -12,7 +12,7 @@ from typing import Any
 
 import redis
 
-from . import streams
+from . import metrics, streams
 
 log = logging.getLogger(__name__)
 PUBLISH_ATTEMPTS, PUBLISH_RETRY_S = 4, 0.25  # ~1.5 s of retries in all
@@ -71,4 +71,5 @@ class StreamPublisher:
                     # Still unreachable: drop the batch and keep the thread for the next.
                     log.warning("could not publish %d stream(s); dropped", len(by_request), exc_info=True)
                     return
+                metrics.RETRIES.labels("publish").inc()
                 time.sleep(PUBLISH_RETRY_S * (attempt + 1))  # back off before trying again
