@@ -1,7 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from tandem import ops
+
 urlpatterns = [
+    # Answered by ops.OpsMiddleware before host validation; named here for reverse().
+    path("healthz", ops.healthz, name="healthz"),
+    path("readyz", ops.readyz, name="readyz"),
+    path("metrics", ops.metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     path("", include("tandem.chat.urls")),
     path("", include("tandem.api.urls")),
