@@ -26,7 +26,8 @@ from .wire import broker
 @shared_task(name=broker.PREPROCESS, acks_late=True, ignore_result=True)
 def preprocess(request_id: str, epoch: int = 0) -> None:
     from .pipeline.cpu import preprocess_request
-    from .pipeline.stages import cpu_stage, held
+    from .pipeline.stages import held
+    from .pipeline.submit import cpu_stage
     from .wire.connections import get_redis
 
     with held(get_redis(), cpu_stage(request_id, epoch)) as begun:

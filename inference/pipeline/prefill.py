@@ -12,7 +12,7 @@ import time
 
 from ..engine.prefill import PrefillRequest
 from ..text.detokenize import IncrementalDetokenizer
-from ..wire import broker, metrics, streams
+from ..wire import broker, metrics, ownership, streams
 from ..wire.ownership import Stage
 from ..wire.spec import RequestSpec
 from ..worker.prefill_batcher import PrefillCancelled
@@ -85,8 +85,11 @@ def _prefill(rt: Runtime, spec: RequestSpec, *, epoch: int, resumed: bool) -> No
         kv_stored = True
         handoff = PrefillHandoff(first_token=first, prefill_worker=rt.name, ttft_ms=ttft_ms,
                                  prefill_engine_ms=engine_ms, cached_tokens=result.cached_tokens)
-        broker.send(broker.DECODE, [request_id, handoff.to_dict()], queue=broker.queue_name("decode", spec.decode_pool),
-                    priority=broker.broker_priority(spec.priority))
+        decode = Stage(request_id=request_id, stage="decode", epoch=0, task=broker.DECODE,
+                       args=[request_id, handoff.to_dict()], queue=broker.queue_name("decode", spec.decode_pool),
+                       pool=spec.decode_pool)
+        rt.client.set(*ownership.sent_record(decode), ex=ownership.RECORD_TTL_S)
+        broker.send(decode.task, decode.args, queue=decode.queue, priority=broker.broker_priority(spec.priority))
         outcomes.message_set_status(request_id=request_id, status="decoding")
     except Exception as exc:
         log.exception("prefill failed for %s", request_id)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import redis
 from django.conf import settings
 
-from ..wire import broker, keys, metrics
+from ..wire import keys, metrics
 from ..wire.ownership import DUPLICATE, FRESH, LOST, RESUME, STALE, Ownership, Stage, Verdict
 from ..wire.spec import RequestSpec
 from ..worker.process import current
@@ -81,12 +81,6 @@ def start(client: redis.Redis, stage: Stage, *, reads: bool = True) -> Start:
     _account(stage, verdict)
     raw, cancelled = results if reads else (None, False)
     return Start(spec=RequestSpec.from_json(raw) if raw else None, cancelled=bool(cancelled), verdict=verdict)
-
-
-def cpu_stage(request_id: str, epoch: int = 0) -> Stage:
-    """The CPU tier's stage of a request (its task reads the spec itself)."""
-    return Stage(request_id=request_id, stage="cpu", epoch=epoch, task=broker.PREPROCESS, args=[request_id],
-                 queue=broker.queue_name("cpu", ""), pool="")
 
 
 def release(client: redis.Redis, stage: Stage) -> None:

@@ -33,6 +33,14 @@ def owner(request_id: str) -> str:
     return f"{PREFIX}:owner:{request_id}"
 
 
+def sent(request_id: str) -> str:
+    """The request's stage sent and not yet taken (inference.wire.ownership): which
+    task on which queue, so that it can be sent again if its message is lost."""
+    return f"{PREFIX}:sent:{request_id}"
+
+
+SENT_PATTERN = f"{PREFIX}:sent:*"
+
 # A cancel flag outlives any request (its spec expires after an hour too).
 CANCEL_TTL_S = 3600
 CANCEL_CHANNEL = f"{PREFIX}:cancel"

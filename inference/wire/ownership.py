@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import redis
 
 from . import keys
+from .broker import PRIORITY_STEPS
 
 RANKS = {"cpu": 0, "prefill": 1, "decode": 2, "colocated": 2}
 RECORD_TTL_S = 3600  # as long as the request's spec
@@ -47,6 +48,11 @@ FRESH, RESUME, DUPLICATE, STALE, LOST = "fresh", "resume", "duplicate", "stale",
 MIGRATE, RESEND = "migrate", "resend"
 
 _OWN = """
+local sent = redis.call('GET', KEYS[3])
+if sent then
+  local ok, s = pcall(cjson.decode, sent)
+  if not ok or s.queue == ARGV[8] then redis.call('DEL', KEYS[3]) end
+end
 local rec = {}
 local flat = redis.call('HGETALL', KEYS[1])
 for i = 1, #flat, 2 do rec[flat[i]] = flat[i + 1] end
@@ -143,6 +149,16 @@ end
 return 0
 """
 
+_RESEND = """
+local raw = redis.call('GET', KEYS[1])
+if not raw then return 0 end
+local s = cjson.decode(raw)
+if tostring(s.at) ~= ARGV[1] then return 0 end
+s.at = ARGV[2]
+redis.call('SET', KEYS[1], cjson.encode(s), 'KEEPTTL')
+return 1
+"""
+
 
 @dataclass(frozen=True)
 class Stage:
@@ -194,6 +210,7 @@ class Ownership:
         self._release = client.register_script(_RELEASE)
         self._claim = client.register_script(_CLAIM)
         self._give_up = client.register_script(_GIVE_UP)
+        self._resend = client.register_script(_RESEND)
 
     def own(self, stage: Stage, worker: str, *, limit: int,
             before: Callable[[redis.client.Pipeline], None] | None = None) -> tuple[list, Verdict]:
@@ -208,7 +225,8 @@ class Ownership:
                 before(pipe)
             # EVALSHA straight on the pipeline: a Script object would add a SCRIPT EXISTS
             # round trip to every execute. After a Redis restart the script is loaded again.
-            pipe.evalsha(self._own.sha, 2, keys.owner(stage.request_id), keys.worker_requests(worker), *args)
+            pipe.evalsha(self._own.sha, 3, keys.owner(stage.request_id), keys.worker_requests(worker),
+                         keys.sent(stage.request_id), *args)
             try:
                 *rest, result = pipe.execute()
                 return rest, verdict(result)
@@ -244,11 +262,67 @@ class Ownership:
             pipe.hgetall(keys.owner(rid))
         return [{k.decode(): v.decode() for k, v in raw.items()} for raw in pipe.execute()]
 
+    def resend_claim(self, lost: Unreceived) -> bool:
+        """Whether this caller sends `lost` again (one of the watchers that found it)."""
+        return bool(self._resend(keys=[keys.sent(lost.request_id)], args=[lost.at, repr(time.time())]))
+
     def give_up(self, request_id: str, worker: str) -> bool:
         """A claimed request waited too long for a worker: mark it lost (True) unless a
         worker took it meanwhile."""
         return bool(self._give_up(keys=[keys.owner(request_id), keys.worker_requests(worker)],
                                   args=[worker, request_id]))
+
+
+def sent_record(stage: Stage) -> tuple[str, str]:
+    """(key, value) of the record a sender writes before it sends `stage`'s task: the
+    task's own() deletes it. One left behind after a consumer died means the message
+    may be lost (see `unreceived`)."""
+    return keys.sent(stage.request_id), json.dumps({"task": stage.task, "args": stage.args, "epoch": stage.epoch,
+                                                     "queue": stage.queue, "at": repr(time.time())})
+
+
+def mark_sent(pipe, stage: Stage) -> None:
+    """Queue the sent record's write on a pipeline the caller executes (before its send)."""
+    key, value = sent_record(stage)
+    pipe.set(key, value, ex=RECORD_TTL_S)
+
+
+@dataclass(frozen=True)
+class Unreceived:
+    request_id: str
+    task: str
+    args: list
+    epoch: int
+    queue: str
+    at: str  # the record's send time, as written (compare-and-set when sending again)
+
+
+def unreceived(client: redis.Redis, queue: str, *, older_than_s: float) -> list[Unreceived]:
+    """Stages sent to `queue` more than `older_than_s` ago that no task has taken, and
+    whose message is not in the queue either: lost, e.g. handed by Redis to a consumer
+    that was being killed (its BRPOP still open while the process tore down), or taken
+    by one killed before it recorded the message (Kombu's Redis transport is at most once
+    there). Called after a consumer of `queue` died: it scans the sent records and the
+    queue's lists."""
+    now = time.time()
+    names = list(client.scan_iter(match=keys.SENT_PATTERN, count=1000))
+    if not names:
+        return []
+    candidates = []
+    for name, raw in zip(names, client.mget(names), strict=True):
+        if raw is None:
+            continue
+        rec = json.loads(raw)
+        if rec.get("queue") == queue and now - float(rec["at"]) > older_than_s:
+            rid = name.decode().removeprefix(keys.sent(""))
+            candidates.append(Unreceived(rid, rec["task"], rec["args"], int(rec["epoch"]), queue, str(rec["at"])))
+    if not candidates:
+        return []
+    pipe = client.pipeline(transaction=False)
+    for step in range(PRIORITY_STEPS):
+        pipe.lrange(queue if step == 0 else f"{queue}:{step}", 0, -1)
+    waiting = b"".join(m for lst in pipe.execute() for m in lst)  # the messages name their request id
+    return [c for c in candidates if c.request_id.encode() not in waiting]
 
 
 def verdict(result) -> Verdict:

@@ -129,3 +129,27 @@ def test_a_process_gone_on_this_host_is_dead_before_its_heartbeat_expires(redis_
     redis_client.delete(keys.WORKER_HASH_PREFIX + "decode.shared@elsewhere:1")
     assert {d.name: d.process_gone for d in workers.dead_workers(redis_client)}["decode.shared@elsewhere:1"] is False
     redis_client.zrem(keys.WORKERS_SET, name, "decode.shared@elsewhere:1")
+
+
+def test_a_sent_record_goes_when_its_task_starts_and_one_left_without_a_message_is_found(own, redis_client, w):
+    from inference.wire.ownership import mark_sent, unreceived
+
+    queue = f"decode.{w('pool')}"
+    taken, waiting, lost = (str(uuid.uuid4()) for _ in range(3))
+    for rid in (taken, waiting, lost):
+        pipe = redis_client.pipeline()
+        mark_sent(pipe, Stage(request_id=rid, stage="decode", epoch=0, task="tandem.decode", args=[rid, {}],
+                              queue=queue, pool="p"))
+        pipe.execute()
+    own.own(Stage(request_id=taken, stage="decode", epoch=0, task="tandem.decode", args=[], queue=queue, pool="p"),
+            w("decode-a"), limit=3)
+    assert not redis_client.exists(keys.sent(taken))
+    redis_client.lpush(f"{queue}:3", f'{{"headers": {{"argsrepr": "(\'{waiting}\', {{}})"}}}}')
+    try:
+        assert unreceived(redis_client, queue, older_than_s=60) == []  # too fresh to tell
+        [found] = unreceived(redis_client, queue, older_than_s=0)
+        assert (found.request_id, found.task, found.args, found.epoch) == (lost, "tandem.decode", [lost, {}], 0)
+        assert own.resend_claim(found) is True
+        assert own.resend_claim(found) is False  # a second watcher that found it too
+    finally:
+        redis_client.delete(f"{queue}:3", *(keys.sent(r) for r in (waiting, lost)))
