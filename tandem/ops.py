@@ -16,8 +16,8 @@ HTTP (which production would redirect to HTTPS). Keep them off the public proxy.
 from __future__ import annotations
 
 import hmac
-import os
 
+from django.conf import settings
 from django.db import connection
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
@@ -132,7 +132,7 @@ def _register_platform_collector() -> None:
 
 @require_GET
 def metrics_view(request):
-    token = os.environ.get("TANDEM_METRICS_TOKEN", "")
+    token = settings.TANDEM_METRICS_TOKEN
     if token and not hmac.compare_digest(request.headers.get("Authorization", ""), f"Bearer {token}"):
         return HttpResponse("metrics need the bearer token\n", status=401, content_type="text/plain")
     _register_platform_collector()

@@ -237,6 +237,11 @@ TANDEM_MAX_CONTEXT = int(os.environ.get("TANDEM_MAX_CONTEXT", "2048"))
 # How many times a reply may move to another worker after its worker died (all stages
 # together) before it fails with `worker_lost`. Read by every worker's watcher.
 TANDEM_MIGRATION_LIMIT = int(os.environ.get("TANDEM_MIGRATION_LIMIT", "3"))
+# Prometheus metrics (inference/wire/metrics.py): the first this many tenants a process
+# sees get a `tenant` label of their own, later ones share "other" (0: no tenant label).
+TANDEM_METRICS_MAX_TENANTS = int(os.environ.get("TANDEM_METRICS_MAX_TENANTS", "100"))
+# When set, /metrics on the web tier wants it as a bearer token.
+TANDEM_METRICS_TOKEN = os.environ.get("TANDEM_METRICS_TOKEN", "")
 # An open websocket keeps the key and tenant (quota, allocation, system prompt) it read
 # and re-reads them when tenants.changes counts a change (any save through the ORM: the
 # console, the admin, the services), so an operator's change applies to the next

@@ -8,8 +8,10 @@ never inside the decode loop."""
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 
+import redis
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
@@ -48,8 +50,9 @@ def request_fail(*, request_id: str, code: str, message: str) -> bool:
         status=Message.Status.FAILED, error=f"{code}: {message}", finished_at=timezone.now())
     if updated:
         metrics.REQUEST_ERRORS.labels(code).inc()
-        streams.publish(get_redis(), request_id, [streams.error_record(code, message)])
-    _quota_release(request_id=request_id)
+        _through_outage(lambda: streams.publish(get_redis(), request_id, [streams.error_record(code, message)]),
+                        f"the error record of {request_id}")
+    _through_outage(lambda: _quota_release(request_id=request_id), f"the quota of {request_id}")
     return bool(updated)
 
 
@@ -81,9 +84,28 @@ def request_finish(*, spec: RequestSpec, outcome: ReplyOutcome) -> bool:
     metrics.E2E_LATENCY.labels(spec.decode_pool, metrics.tenant_label(spec.tenant_id)).observe(o.duration_ms / 1000)
     # The real count replaces the reservation made at admission, and the tenant's stream
     # slot frees (idempotent: a redelivered task does not count twice).
-    quotas.reconcile(get_redis(), tenant_id=spec.tenant_id, request_id=spec.request_id,
-                     actual_tokens=o.prompt_tokens + o.completion_tokens)
+    _through_outage(lambda: quotas.reconcile(get_redis(), tenant_id=spec.tenant_id, request_id=spec.request_id,
+                                             actual_tokens=o.prompt_tokens + o.completion_tokens),
+                    f"the quota of {spec.request_id}")
     return True
+
+
+def _through_outage(write, what: str, *, for_s: float = 20.0) -> None:
+    """A Redis write at a reply's end, tried again over a Redis restart (its row is
+    already written: the write must not make the reply look failed). Given up, with a
+    warning, after `for_s`."""
+    give_up_at, attempt = time.monotonic() + for_s, 0
+    while True:
+        try:
+            write()
+            return
+        except redis.RedisError:
+            if time.monotonic() > give_up_at:
+                log.warning("could not write %s: Redis unreachable", what, exc_info=True)
+                return
+            metrics.RETRIES.labels("redis_write").inc()
+            attempt += 1
+            time.sleep(min(1.0, 0.25 * attempt))
 
 
 def final_record(*, request_id: str) -> dict | None:

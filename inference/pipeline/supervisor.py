@@ -81,6 +81,7 @@ class Supervisor(threading.Thread):
         self._check_until: dict[str, float] = {}  # queue -> look for lost messages until
         self._checked_at: dict[str, float] = {}
         self._failing = False
+        self._trust_expiry_at = 0.0  # monotonic: heartbeat expiry means death from then on
 
     def run(self) -> None:
         while not self._stop.wait(SWEEP_INTERVAL_S):
@@ -91,6 +92,9 @@ class Supervisor(threading.Thread):
                 if not self._failing:
                     log.warning("supervisor sweep failed; trying again", exc_info=True)
                 self._failing = True
+                # Every heartbeat may have lapsed while Redis was away: give the live
+                # workers time to beat again before an expired one counts as dead.
+                self._trust_expiry_at = time.monotonic() + workers.TTL_S
 
     def stop(self) -> None:
         self._stop.set()
@@ -101,6 +105,8 @@ class Supervisor(threading.Thread):
         for dead in workers.dead_workers(self.client):
             if dead.name == self.name:
                 continue  # this process is alive: its own key lapsed (Redis was away)
+            if not dead.process_gone and time.monotonic() < self._trust_expiry_at:
+                continue
             self._check_until[_queue_of(dead.name)] = now + LOST_CHECK_FOR_S
             claimed = self.ownership.claim(dead.name, self.name, limit=limit, process_gone=dead.process_gone)
             # Watched from now on, so that one that fails to go out below is sent again.

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from django.conf import settings
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -74,7 +75,7 @@ _tenants_lock = threading.Lock()
 
 
 def tenant_label(tenant_id) -> str:
-    limit = int(os.environ.get("TANDEM_METRICS_MAX_TENANTS", "100"))
+    limit = getattr(settings, "TANDEM_METRICS_MAX_TENANTS", 100)
     if limit <= 0:
         return ""
     value = str(tenant_id)

@@ -62,7 +62,7 @@ def test_readyz_is_ready_when_every_tier_in_use_has_a_live_worker(client, redis_
             redis_client.zrem(keys.WORKERS_SET, name)
 
 
-def test_metrics_follow_prometheus_conventions_and_show_the_platform(client, redis_client, monkeypatch):
+def test_metrics_follow_prometheus_conventions_and_show_the_platform(client, redis_client, settings):
     name = f"decode.shared@test:{uuid.uuid4().hex[:6]}"
     workers.heartbeat_write(redis_client, name, {"name": name, "role": "decode", "pool": "shared"})
     try:
@@ -77,7 +77,7 @@ def test_metrics_follow_prometheus_conventions_and_show_the_platform(client, red
         assert 'tandem_workers_live{pool="shared",role="decode"}' in text
         assert 'tandem_queue_length{queue="decode.shared"}' in text
 
-        monkeypatch.setenv("TANDEM_METRICS_TOKEN", "s3cret")
+        settings.TANDEM_METRICS_TOKEN = "s3cret"
         assert client.get("/metrics").status_code == 401
         assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer s3cret").status_code == 200
     finally:
