@@ -1,7 +1,7 @@
 import importlib
 import sys
 
-SUITES = {"engine": "benchmarks.engine", "e2e": "benchmarks.e2e", "fairness": "benchmarks.fairness"}
+SUITES = {"engine": "benchmarks.engine", "e2e": "benchmarks.e2e", "fairness": "benchmarks.fairness", "faults": "benchmarks.faults"}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in SUITES:
