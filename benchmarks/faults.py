@@ -15,7 +15,8 @@ Each tier runs two workers (the victim's peer takes over). Reported per scenario
 requests completed / total, duplicated and missing token indices (as the clients saw
 them), how many replies the victim held, and their recovery time: from the kill to the
 next token each of them received (p50, max), plus the decode workers' KV recompute time
-(tandem_migration_recompute_seconds). JSON goes to var/bench/faults-<stamp>.json.
+(tandem_migration_recompute_seconds). JSON goes to var/bench/faults-<stamp>.json;
+results and the machine they ran on: docs/benchmarks-faults.md.
 
 Benchmarks, not tests: nothing here asserts. The platform runs with the default settings
 (migration limit 3, visibility timeout 60 s, queue timeout 120 s)."""
