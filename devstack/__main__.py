@@ -2,7 +2,8 @@
 
 Starts the embedded Redis (unless REDIS_URL points elsewhere), migrates, seeds the demo,
 then runs daphne and the worker tiers as child processes, prints the URLs and the
-credentials, and stops everything on Ctrl-C.
+credentials, and stops everything on Ctrl-C. A process that exits is started again
+(devstack/supervise.py: backoff, restart count, the reason printed); the others go on.
 """
 
 from __future__ import annotations
@@ -13,25 +14,17 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
 
 from devstack import embedded_redis
+from devstack.supervise import Service, Supervisor
 from inference.wire.workers import live_workers
 from inference.worker.commandline import devstack_workers
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 HOST, PORT = "127.0.0.1", int(os.environ.get("TANDEM_PORT", "8000"))
-
-
-@dataclass
-class Service:
-    name: str
-    argv: list[str]
-    env: dict[str, str] = field(default_factory=dict)
-    proc: subprocess.Popen | None = None
 
 
 def _manage(*args: str, capture: bool = False) -> str:
@@ -58,25 +51,15 @@ def worker_services() -> list[Service]:
     return [Service(name, argv, env) for name, argv, env in devstack_workers(_cores())]
 
 
-def _wait_for_workers(procs: list[Service], should_stop, timeout: float = 300) -> bool:
-    """Model workers load their model before they serve; say so rather than print
-    "ready" while the first request would still wait."""
-    url = os.environ.get("REDIS_URL") or f"redis://127.0.0.1:{os.environ.get('TANDEM_EMBEDDED_REDIS_PORT', '6390')}/0"
-    client = redis.Redis.from_url(url)
+def _redis_url() -> str:
+    return os.environ.get("REDIS_URL") or f"redis://127.0.0.1:{os.environ.get('TANDEM_EMBEDDED_REDIS_PORT', '6390')}/0"
+
+
+def _missing_workers(client: redis.Redis, procs: list[Service]) -> list[tuple[str, str]]:
+    """Model workers not beating yet (they load their model before they serve)."""
     wanted = [(p.env["TANDEM_ROLE"], p.env.get("TANDEM_POOL", "shared")) for p in procs
               if p.env.get("TANDEM_ROLE") not in (None, "cpu")]
-    deadline = time.monotonic() + timeout
-    print(f"[tandem] waiting for {len(wanted)} model worker(s) to load the model…", flush=True)
-    while True:
-        missing = [w for w in wanted if not live_workers(client, role=w[0], pool=w[1])]
-        if not missing:
-            return True
-        if should_stop():
-            return False
-        dead = [p.name for p in procs if p.proc.poll() is not None]
-        if dead or time.monotonic() > deadline:
-            raise SystemExit(f"[tandem] workers did not come up ({dead or missing}); see their output above")
-        time.sleep(0.5)
+    return [w for w in wanted if not live_workers(client, role=w[0], pool=w[1])]
 
 
 def main() -> None:
@@ -90,47 +73,44 @@ def main() -> None:
     seed = json.loads(_manage("seed_demo", "--json", capture=True))
 
     procs = services()
-    for svc in procs:
-        svc.proc = subprocess.Popen(svc.argv, cwd=BASE_DIR, env={**os.environ, **svc.env})
-        print(f"[tandem] started {svc.name} (pid {svc.proc.pid})", flush=True)
+    supervisor = Supervisor(procs, cwd=BASE_DIR, base_env=dict(os.environ))
+    supervisor.start_all()
 
     stopping = False
 
     def stop(*_):
         nonlocal stopping
-        stopping = True
+        stopping = supervisor.stopping = True
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+    client = redis.Redis.from_url(_redis_url())
+    print(f"[tandem] waiting for {len(_missing_workers(client, procs))} model worker(s) to load the model…", flush=True)
+    ready, started = False, time.monotonic()
     try:
-        if _wait_for_workers(procs, lambda: stopping):
-            print(
-                "\n[tandem] ready\n"
-                f"  admin:   http://{HOST}:{PORT}/admin/   user {seed['admin_user']}  password {seed['admin_password']}\n"
-                f"  console: http://{HOST}:{PORT}/console/\n"
-                f"  demo:    http://{HOST}:{PORT}/demo/{seed['tenant']}/\n"
-                f"  API:     http://{HOST}:{PORT}/v1/chat/completions   docs http://{HOST}:{PORT}/api/docs/\n"
-                f"  demo secret key: {seed['secret_key']}\n"
-                "  Ctrl-C stops everything.\n",
-                flush=True,
-            )
         while not stopping:
-            for svc in procs:
-                if svc.proc.poll() is not None:
-                    print(f"[tandem] {svc.name} exited with {svc.proc.returncode}; stopping", flush=True)
-                    stopping = True
-            time.sleep(0.5)
+            supervisor.poll()
+            if not ready:
+                missing = _missing_workers(client, procs)
+                if not missing:
+                    ready = True
+                    print(
+                        "\n[tandem] ready\n"
+                        f"  admin:   http://{HOST}:{PORT}/admin/   user {seed['admin_user']}  password {seed['admin_password']}\n"
+                        f"  console: http://{HOST}:{PORT}/console/\n"
+                        f"  demo:    http://{HOST}:{PORT}/demo/{seed['tenant']}/\n"
+                        f"  API:     http://{HOST}:{PORT}/v1/chat/completions   docs http://{HOST}:{PORT}/api/docs/\n"
+                        f"  health:  http://{HOST}:{PORT}/readyz   metrics http://{HOST}:{PORT}/metrics\n"
+                        f"  demo secret key: {seed['secret_key']}\n"
+                        "  Ctrl-C stops everything.\n",
+                        flush=True,
+                    )
+                elif time.monotonic() - started > 300:
+                    print(f"[tandem] still waiting for {missing}; see their output above", flush=True)
+                    started = time.monotonic()
+            time.sleep(0.25)
     finally:
-        for svc in procs:
-            if svc.proc and svc.proc.poll() is None:
-                svc.proc.terminate()
-        deadline = time.monotonic() + 15
-        for svc in procs:
-            if svc.proc:
-                try:
-                    svc.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    svc.proc.kill()
+        supervisor.stop_all()
         if redis_proc:
             redis_proc.terminate()
             redis_proc.wait(timeout=5)

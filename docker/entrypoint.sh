@@ -101,44 +101,31 @@ healthcheck() {
     local tier="${1:-web}"
     case "$tier" in
         web)
-            # Any HTTP answer below 500 means daphne and Django are serving. The Host header
-            # is one that ALLOWED_HOSTS accepts and X-Forwarded-Proto stands in for the TLS
-            # terminator, so production's SSL redirect does not answer instead of Django.
+            # /healthz: daphne and Django answer. It is served before host validation and
+            # the SSL redirect (tandem/ops.py), so a probe by address over plain HTTP works.
+            # (/readyz says whether the platform can serve: for the load balancer.)
             python - <<'PY'
 import http.client
-import os
 import sys
 
-hosts = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "").split(",") if h.strip()]
-host = next((h.lstrip(".") for h in hosts if h != "*"), "localhost")
 conn = http.client.HTTPConnection("127.0.0.1", 8000, timeout=5)
-conn.request("GET", "/admin/login/", headers={"Host": host, "X-Forwarded-Proto": "https"})
+conn.request("GET", "/healthz")
 status = conn.getresponse().status
-sys.exit(0 if status < 500 else f"web answered {status}")
+sys.exit(0 if status == 200 else f"web answered {status}")
 PY
             ;;
-        cpu-worker)
-            # The CPU tier keeps no heartbeat: ask this container's Celery node itself.
-            python -m celery -A tandem inspect ping -d "cpu.$POOL@$HOSTNAME" --timeout 5 >/dev/null
-            ;;
-        prefill-worker|decode-worker|colocated-worker)
-            # A model worker writes a heartbeat key once its engine is loaded and renews it
-            # every 2 s (inference/worker/heartbeats.py): healthy means loaded and serving.
-            python - "${tier%-worker}" "$POOL" <<'PY'
-import os
-import socket
+        cpu-worker|prefill-worker|decode-worker|colocated-worker)
+            # Every worker serves /healthz on TANDEM_METRICS_PORT: 200 while its heartbeat
+            # reaches Redis (every second) and, for a model worker, its engine's threads
+            # run; it beats only once its engine is loaded (inference/worker/process.py).
+            python - "${TANDEM_METRICS_PORT:-9100}" <<'PY'
+import http.client
 import sys
 
-import redis
-
-from inference.wire import keys
-
-role, pool = sys.argv[1], sys.argv[2]
-client = redis.Redis.from_url(os.environ["REDIS_URL"], socket_timeout=5)
-mine = f"{role}.{pool}@{socket.gethostname()}:"
-names = [n.decode() for n in client.zrange(keys.WORKERS_SET, 0, -1)]
-live = [n for n in names if n.startswith(mine) and client.exists(keys.WORKER_HASH_PREFIX + n)]
-sys.exit(0 if live else f"no live heartbeat for {mine}*")
+conn = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=5)
+conn.request("GET", "/healthz")
+response = conn.getresponse()
+sys.exit(0 if response.status == 200 else f"worker answered {response.status}: {response.read()[:300]!r}")
 PY
             ;;
         *)

@@ -4,9 +4,17 @@ import this module.
 
 Queues: `cpu` for preprocess; `prefill.<pool>`, `decode.<pool>` and `colocated.<pool>`
 for the model tiers (the queue is chosen when the task is sent, from the tenant's
-allocation)."""
+allocation).
+
+`epoch` says which delivery of a stage this is: 0 as the previous hop sends it, more
+when a watcher re-sent the stage after its worker died (`pipeline.supervisor`); a
+delivery that is not the live one does nothing (`pipeline.stages`).
+
+Every worker process also runs a watcher (started here once the worker is ready, since
+the watcher is a pipeline module): it moves the requests of workers that died."""
 
 from celery import shared_task
+from celery.signals import worker_ready
 
 from .pipeline.contracts import PrefillHandoff
 from .wire import broker
@@ -16,28 +24,40 @@ from .wire import broker
 
 
 @shared_task(name=broker.PREPROCESS, acks_late=True, ignore_result=True)
-def preprocess(request_id: str) -> None:
+def preprocess(request_id: str, epoch: int = 0) -> None:
     from .pipeline.cpu import preprocess_request
+    from .pipeline.stages import held
+    from .pipeline.submit import cpu_stage
+    from .wire.connections import get_redis
 
-    preprocess_request(request_id)
+    with held(get_redis(), cpu_stage(request_id, epoch)) as begun:
+        if begun.runs:
+            preprocess_request(request_id)
 
 
 @shared_task(name=broker.PREFILL, acks_late=True, ignore_result=True)
-def prefill(request_id: str) -> None:
+def prefill(request_id: str, epoch: int = 0) -> None:
     from .pipeline.prefill import run_prefill
 
-    run_prefill(request_id)
+    run_prefill(request_id, epoch)
 
 
 @shared_task(name=broker.DECODE, acks_late=True, ignore_result=True)
-def decode(request_id: str, handoff: dict) -> None:
+def decode(request_id: str, handoff: dict, epoch: int = 0) -> None:
     from .pipeline.decode import run_decode
 
-    run_decode(request_id, PrefillHandoff.from_dict(handoff))
+    run_decode(request_id, PrefillHandoff.from_dict(handoff), epoch)
 
 
 @shared_task(name=broker.COLOCATED, acks_late=True, ignore_result=True)
-def colocated(request_id: str) -> None:
+def colocated(request_id: str, epoch: int = 0) -> None:
     from .pipeline.colocated import run_colocated
 
-    run_colocated(request_id)
+    run_colocated(request_id, epoch)
+
+
+@worker_ready.connect
+def _start_watcher(**_):
+    from .pipeline.supervisor import start_supervisor
+
+    start_supervisor()

@@ -10,6 +10,30 @@ from celery import Celery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tandem.settings")
 
+# Workers outlive a Redis restart (docs/deploy.md). Kombu 5.7's Redis transport crashes
+# a worker whose connection was lost while it had tasks delivered: closing the old channel
+# pushes those tasks back onto their queues, and acknowledging one that finished after
+# the reconnection goes through the old channel; both build a Redis client from the
+# closed connection (AttributeError: an "unrecoverable error"). So: no push back (a
+# running task's request is owned, so a copy would do nothing, and what a dead worker
+# left unacknowledged comes back through the watchers or the visibility timeout), and a
+# closed channel raises a connection error, which Celery logs and survives (the task's
+# message then comes back after the visibility timeout and finds its stage done).
+import redis as _redis  # noqa: E402
+from kombu.transport import redis as _kombu_redis  # noqa: E402
+
+_kombu_redis.Channel.do_restore = False
+_connparams = _kombu_redis.Channel._connparams
+
+
+def _connparams_unless_closed(self, *args, **kwargs):
+    if self.connection is None or self.connection.client is None:
+        raise _redis.exceptions.ConnectionError("this channel's broker connection was closed")
+    return _connparams(self, *args, **kwargs)
+
+
+_kombu_redis.Channel._connparams = _connparams_unless_closed
+
 app = Celery("tandem")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.task_default_queue = "cpu"

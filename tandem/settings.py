@@ -59,6 +59,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "tandem.ops.OpsMiddleware",  # /healthz, /readyz, /metrics: for probes, by any host name
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -168,7 +169,20 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Priority queues on Redis: a tenant's allocation priority orders admission in shared
 # pools (see inference.pipeline.route.broker_priority).
-CELERY_BROKER_TRANSPORT_OPTIONS = {"priority_steps": list(range(10)), "sep": ":", "queue_order_strategy": "priority"}
+# An unacknowledged task (acks_late) of a worker that died comes back after the visibility
+# timeout, swept for every couple of seconds (Kombu's defaults: an hour, and a sweep every
+# 100 s). It is the backstop: a dead worker's requests are found and re-sent within a
+# second or so by the other workers' watchers (inference/pipeline/supervisor.py), and a
+# live task redelivered once it outlasts the timeout finds its request owned and does
+# nothing (inference/wire/ownership.py).
+TANDEM_BROKER_VISIBILITY_TIMEOUT_S = int(os.environ.get("TANDEM_BROKER_VISIBILITY_TIMEOUT_S", "60"))
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "priority_steps": list(range(10)), "sep": ":", "queue_order_strategy": "priority",
+    "visibility_timeout": TANDEM_BROKER_VISIBILITY_TIMEOUT_S,
+    "unacked_restore_interval": 2, "unacked_restore_throttle": 1,
+    # The sweep's lock: a worker killed while holding it would stop sweeps for this long.
+    "unacked_mutex_expire": 10,
+}
 CELERY_TASK_DEFAULT_PRIORITY = 4
 
 REST_FRAMEWORK = {
@@ -235,6 +249,14 @@ TANDEM_QUEUE_TIMEOUT_S = float(os.environ.get("TANDEM_QUEUE_TIMEOUT_S", "120"))
 # legitimately waits in silence for a decode slot when every slot is taken.
 TANDEM_STALL_TIMEOUT_S = float(os.environ.get("TANDEM_STALL_TIMEOUT_S", "300"))
 TANDEM_MAX_CONTEXT = int(os.environ.get("TANDEM_MAX_CONTEXT", "2048"))
+# How many times a reply may move to another worker after its worker died (all stages
+# together) before it fails with `worker_lost`. Read by every worker's watcher.
+TANDEM_MIGRATION_LIMIT = int(os.environ.get("TANDEM_MIGRATION_LIMIT", "3"))
+# Prometheus metrics (inference/wire/metrics.py): the first this many tenants a process
+# sees get a `tenant` label of their own, later ones share "other" (0: no tenant label).
+TANDEM_METRICS_MAX_TENANTS = int(os.environ.get("TANDEM_METRICS_MAX_TENANTS", "100"))
+# When set, /metrics on the web tier wants it as a bearer token.
+TANDEM_METRICS_TOKEN = os.environ.get("TANDEM_METRICS_TOKEN", "")
 # An open websocket keeps the key and tenant (quota, allocation, system prompt) it read
 # and re-reads them when tenants.changes counts a change (any save through the ORM: the
 # console, the admin, the services), so an operator's change applies to the next

@@ -22,7 +22,7 @@ import time
 import torch
 
 from .config import EngineConfig
-from .decode import DecodeEngine
+from .decode import DecodeEngine, DecodeRequest
 from .kv import KVCache
 from .loader import LoadedModel
 from .prefill import PrefillEngine
@@ -69,6 +69,11 @@ class ColocatedEngine(DecodeEngine):
         self._enqueue(seq)
         return seq.handle
 
+    def resume(self, req: DecodeRequest) -> StreamHandle:
+        """Continue a sequence another worker started (it died): `req` carries the tokens
+        already produced and the KV of prompt + all but the last; no prefill here."""
+        return DecodeEngine.submit(self, req)
+
     # -- engine thread ----------------------------------------------------------------
 
     def _has_work(self) -> bool:
@@ -77,6 +82,14 @@ class ColocatedEngine(DecodeEngine):
     def _schedule(self) -> None:
         for seq in self._admissible(self._waiting, extra=self._prefilling):
             self._waiting.remove(seq)
+            if seq.prompt is None:  # resumed (`resume`): its KV came with it
+                seq.handle.started.set()
+                try:
+                    self._join(seq)
+                except Exception as exc:
+                    log.exception("could not join %s", seq.request_id)
+                    self._finish(seq, "error", repr(exc))
+                continue
             seq.reserved = seq.reservation(self.max_context)
             hit = self.prefill_engine.lookup(seq.prompt or [], seq.cache_salt)
             if hit is not None:

@@ -8,7 +8,9 @@ and read stats(); every callback runs on the engine thread, so callbacks must be
 
 Index numbering: the prefill's first token is index 0 and is not re-emitted here; decode
 emits indices 1..n-1 through on_token and the returned StreamHandle, and on_finish
-reports the totals (SequenceStats.output_tokens = n).
+reports the totals (SequenceStats.output_tokens = n). A sequence resumed on another
+worker (its first worker died) arrives with the k tokens it had already produced and the
+KV of prompt + all but the last of them; it emits k, k+1, … and counts all n.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class DecodeRequest:
     request_id: str
     prompt_token_ids: list[int]
     first_token: int  # index 0, produced (and already streamed) by the prefill
-    kv: KVCache  # the prompt's KV: length == len(prompt_token_ids)
+    kv: KVCache  # the prompt's KV: length == len(prompt_token_ids) (+ len(output_token_ids) - 1)
     sampling: SamplingParams
     on_token: OnToken | None = None
     on_finish: OnFinish | None = None
@@ -44,6 +46,13 @@ class DecodeRequest:
     priority: int = 0  # higher is admitted first
     group: str | None = None  # e.g. the tenant
     group_max_slots: int | None = None  # this group's cap on the engine's slots
+    # A resumed sequence: every token already produced (and streamed), index 0 first.
+    # None: just the first token. The KV then covers the prompt and all but the last.
+    output_token_ids: list[int] | None = None
+
+    @property
+    def tokens(self) -> list[int]:
+        return [int(t) for t in self.output_token_ids] if self.output_token_ids else [int(self.first_token)]
 
 
 @dataclass(frozen=True)
@@ -116,14 +125,17 @@ class DecodeEngine:
                 f"KV for {req.request_id} was computed with model {req.kv.model_fingerprint}, "
                 f"this engine serves {self.fingerprint}"
             )
-        if req.kv.length != len(req.prompt_token_ids):
-            raise ValueError(f"KV length {req.kv.length} != prompt length {len(req.prompt_token_ids)}")
+        tokens = req.tokens
+        if req.kv.length != len(req.prompt_token_ids) + len(tokens) - 1:
+            raise ValueError(f"KV length {req.kv.length} != prompt length {len(req.prompt_token_ids)}"
+                             f" + {len(tokens) - 1} earlier output tokens")
         seq = Sequence(
             request_id=req.request_id, prompt_len=len(req.prompt_token_ids), sampling=req.sampling,
-            tokens=[int(req.first_token)], handle=StreamHandle(req.request_id, self.cancel),
+            tokens=tokens, handle=StreamHandle(req.request_id, self.cancel),
             on_token=req.on_token, on_finish=req.on_finish, stop_checker=req.stop_checker,
             priority=req.priority, group=req.group, group_max_slots=req.group_max_slots,
-            generator=make_generator(req.sampling, tokens_done=1), kv=req.kv,
+            # A seeded sequence draws one number per token: skip those its tokens used.
+            generator=make_generator(req.sampling, tokens_done=len(tokens)), kv=req.kv,
         )
         self._enqueue(seq)
         return seq.handle

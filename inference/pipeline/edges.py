@@ -1,6 +1,7 @@
-"""What every model tier does at the edges of a request: fetch its spec (ending it if
-it expired or was cancelled while queued), turn its sampling into engine parameters,
-and end it early (before decode) with its message, usage and stream closed."""
+"""What every model tier does at the edges of a request: check the spec its stage found
+(ending the request if it expired or was cancelled while queued), turn its sampling into
+engine parameters, and end it early (before decode) with its message, usage and stream
+closed."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import time
 
 from ..engine.sampling import SamplingParams
 from ..wire import streams
-from ..wire.spec import RequestSpec, Sampling, load, load_with_cancel
+from ..wire.spec import RequestSpec, Sampling
 from ..worker.runtime import Runtime
 from . import outcomes
 from .contracts import ReplyOutcome
+from .stages import Start
 
 EXPIRED = ("expired", "The request expired in the queue.")
 
@@ -22,25 +24,19 @@ def sampling_params(s: Sampling) -> SamplingParams:
                           max_tokens=max(1, s.max_tokens))
 
 
-def load_spec(rt: Runtime, request_id: str) -> RequestSpec | None:
-    """The request's spec, or None after failing the request when it has expired."""
-    spec = load(rt.client, request_id)
-    if spec is None:
-        outcomes.request_fail(request_id=request_id, code=EXPIRED[0], message=EXPIRED[1])
-    return spec
-
-
-def live_spec(rt: Runtime, request_id: str) -> RequestSpec | None:
-    """The spec of a request still worth running: None (after ending it) when it expired
-    or was cancelled while it waited in the queue."""
-    spec, cancelled = load_with_cancel(rt.client, request_id)
-    if spec is None:
+def live_spec(rt: Runtime, request_id: str, begun: Start) -> RequestSpec | None:
+    """The spec of a request this delivery runs (`begun`: what taking its stage found):
+    None when it does not run here, or (after ending it) when it expired or was
+    cancelled while it waited in the queue."""
+    if not begun.runs:
+        return None
+    if begun.spec is None:
         outcomes.request_fail(request_id=request_id, code=EXPIRED[0], message=EXPIRED[1])
         return None
-    if cancelled:
-        finish_early(rt, spec, reason="cancelled")
+    if begun.cancelled:
+        finish_early(rt, begun.spec, reason="cancelled")
         return None
-    return spec
+    return begun.spec
 
 
 def finish_early(rt: Runtime, spec: RequestSpec, *, reason: str, text: str = "", completion: int = 0,

@@ -10,7 +10,7 @@ import time
 
 from ..engine.sequence import StreamHandle
 from ..text.detokenize import IncrementalDetokenizer
-from ..wire import streams
+from ..wire import metrics, streams
 from ..wire.spec import RequestSpec
 from ..worker.runtime import Runtime
 from . import outcomes
@@ -37,8 +37,13 @@ class SequenceFollower:
         # The wait is bounded all the same: the web tier cancels a reply that shows
         # nothing for TANDEM_STALL_TIMEOUT_S, and so does the reaper once nobody listens.
         handle.started.wait()
+        itl = metrics.INTER_TOKEN_LATENCY.labels(self.spec.decode_pool)
+        last = None
         try:
             for ev in handle.events(timeout=STALL_TIMEOUT_S):
+                if last is not None:
+                    itl.observe(ev.timestamp - last)
+                last = ev.timestamp
                 piece = self._apply_stop(self.detok.push(ev.token_id))
                 self.parts.append(piece)
                 self.rt.publisher.put(self.spec.request_id,

@@ -9,8 +9,10 @@ never inside the decode loop."""
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 
+import redis
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
@@ -19,7 +21,7 @@ from tandem.chat.models import Conversation, Message
 from tenants import quotas
 from tenants.models import UsageRecord
 
-from ..wire import events, streams
+from ..wire import events, metrics, streams
 from ..wire.connections import get_redis
 from ..wire.spec import RequestSpec
 from .contracts import ReplyOutcome
@@ -49,8 +51,10 @@ def request_fail(*, request_id: str, code: str, message: str) -> bool:
     updated = Message.objects.filter(pk=request_id, status__in=_PROGRESS).update(
         status=Message.Status.FAILED, error=f"{code}: {message}", finished_at=timezone.now())
     if updated:
-        streams.publish(get_redis(), request_id, [streams.error_record(code, message)])
-    _quota_release(request_id=request_id)
+        metrics.REQUEST_ERRORS.labels(code).inc()
+        _through_outage(lambda: streams.publish(get_redis(), request_id, [streams.error_record(code, message)]),
+                        f"the error record of {request_id}")
+    _through_outage(lambda: _quota_release(request_id=request_id), f"the quota of {request_id}")
     return bool(updated)
 
 
@@ -108,11 +112,51 @@ def request_finish(*, spec: RequestSpec, outcome: ReplyOutcome) -> bool:
             ),
         )
         citations_record(tenant_id=spec.tenant_id, message_id=spec.request_id, sources=o.sources)
+    metrics.REQUESTS_FINISHED.labels(spec.decode_pool, o.finish_reason).inc()
+    metrics.E2E_LATENCY.labels(spec.decode_pool, metrics.tenant_label(spec.tenant_id)).observe(o.duration_ms / 1000)
     # The real count replaces the reservation made at admission, and the tenant's stream
     # slot frees (idempotent: a redelivered task does not count twice).
-    quotas.reconcile(get_redis(), tenant_id=spec.tenant_id, request_id=spec.request_id,
-                     actual_tokens=o.prompt_tokens + o.completion_tokens)
+    _through_outage(lambda: quotas.reconcile(get_redis(), tenant_id=spec.tenant_id, request_id=spec.request_id,
+                                             actual_tokens=o.prompt_tokens + o.completion_tokens),
+                    f"the quota of {spec.request_id}")
     return True
+
+
+def _through_outage(write, what: str, *, for_s: float = 20.0) -> None:
+    """A Redis write at a reply's end, tried again over a Redis restart (its row is
+    already written: the write must not make the reply look failed). Given up, with a
+    warning, after `for_s`."""
+    give_up_at, attempt = time.monotonic() + for_s, 0
+    while True:
+        try:
+            write()
+            return
+        except redis.RedisError:
+            if time.monotonic() > give_up_at:
+                log.warning("could not write %s: Redis unreachable", what, exc_info=True)
+                return
+            metrics.RETRIES.labels("redis_write").inc()
+            attempt += 1
+            time.sleep(min(1.0, 0.25 * attempt))
+
+
+def final_record(*, request_id: str) -> dict | None:
+    """The stream's last record for a reply already final in the database (None while it
+    is in progress): for a worker that picks up a reply whose worker died after writing
+    its row but before closing its stream."""
+    msg = Message.objects.filter(pk=request_id).first()
+    if msg is None or msg.status in _PROGRESS:
+        return None
+    if msg.status == Message.Status.FAILED:
+        code, _, text = msg.error.partition(": ")
+        return streams.error_record(code or "failed", text or msg.error)
+    usage = UsageRecord.objects.filter(message_id=msg.pk).first()
+    cached = usage.cached_tokens if usage is not None else 0
+    return streams.end_record(msg.finish_reason or "stop", {
+        "prompt_tokens": msg.prompt_tokens, "completion_tokens": msg.completion_tokens,
+        "total_tokens": msg.prompt_tokens + msg.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": cached}},
+        {"ttft_ms": msg.ttft_ms, "duration_ms": msg.duration_ms})
 
 
 def end_record(outcome: ReplyOutcome) -> dict:

@@ -1,5 +1,9 @@
 """The prefill tier: run the prompt (batched with whatever else arrived), stream the
-first token at once, hand the KV to the KV store and enqueue decode."""
+first token at once, hand the KV to the KV store and enqueue decode.
+
+A prefill whose worker died (queued in its batcher, or in its forward) is re-sent by a
+watcher (`supervisor`) and runs again here; if the dead worker had already streamed
+index 0, the reply goes on from that token rather than a second draw of it."""
 
 from __future__ import annotations
 
@@ -8,10 +12,12 @@ import time
 
 from ..engine.prefill import PrefillRequest
 from ..text.detokenize import IncrementalDetokenizer
-from ..wire import broker, streams
+from ..wire import broker, metrics, ownership, streams
+from ..wire.ownership import Stage
+from ..wire.spec import RequestSpec
 from ..worker.prefill_batcher import PrefillCancelled
-from ..worker.runtime import get_runtime
-from . import outcomes
+from ..worker.runtime import Runtime, get_runtime
+from . import outcomes, stages
 from .contracts import PrefillHandoff
 from .edges import finish_early, live_spec, sampling_params
 
@@ -19,11 +25,20 @@ log = logging.getLogger(__name__)
 KV_TTL_S = 300
 
 
-def run_prefill(request_id: str) -> None:
+def run_prefill(request_id: str, epoch: int = 0) -> None:
     rt = get_runtime()
-    spec = live_spec(rt, request_id)
-    if spec is None:
-        return
+    stage = Stage(request_id=request_id, stage="prefill", epoch=epoch, task=broker.PREFILL, args=[request_id],
+                  queue=broker.queue_name("prefill", rt.config.pool), pool=rt.config.pool)
+    with stages.held(rt.client, stage) as begun:
+        spec = live_spec(rt, request_id, begun)
+        if spec is None:
+            return
+        metrics.QUEUE_TIME.labels("prefill", spec.prefill_pool).observe(max(0.0, time.time() - spec.enqueued_at))
+        _prefill(rt, spec, epoch=epoch, resumed=begun.resumed)
+
+
+def _prefill(rt: Runtime, spec: RequestSpec, *, epoch: int, resumed: bool) -> None:
+    request_id = spec.request_id
     rt.track(request_id)
     kv_stored = False
     try:
@@ -37,29 +52,44 @@ def run_prefill(request_id: str) -> None:
         except PrefillCancelled:
             finish_early(rt, spec, reason="cancelled")
             return
+        if rt.is_disowned(request_id):
+            return  # taken for dead meanwhile: the prefill runs again elsewhere
         now = time.time()
         ttft_ms = (now - spec.enqueued_at) * 1000
         # The engine's share of the first token (waiting for a batch, the forward and
         # sampling): what the time to first token would be without the platform around it.
         engine_ms = (now - t_engine) * 1000
         first = int(result.first_token)
-        if result.finish_reason == "stop":  # the first token is a stop token: an empty reply
+        finish_reason = result.finish_reason
+        streamed = streams.progress(rt.client, request_id) if resumed else None
+        if streamed is not None and streamed.terminal is not None:
+            return  # the worker before this one had finished it
+        if streamed is not None and streamed.token_ids:
+            # The worker before this one streamed index 0 and died before handing on: the
+            # reply goes on from that token (the prompt's KV does not depend on it).
+            first, finish_reason = streamed.token_ids[0], _first_finish(rt, spec, streamed.token_ids[0])
+        if finish_reason == "stop":  # the first token is a stop token: an empty reply
             finish_early(rt, spec, reason="stop", cached=result.cached_tokens, ttft_ms=ttft_ms)
             return
         text = IncrementalDetokenizer(rt.model.tokenizer, spec.prompt_token_ids).push(first)
-        # The first token goes out before anything else: it is the user's time to first token.
-        streams.publish(rt.client, request_id, [streams.token_record(0, text, first)])
-        if result.finish_reason is not None:  # max_tokens == 1, or the context is full
-            finish_early(rt, spec, reason=result.finish_reason, text=text, completion=1,
+        if streamed is None or not streamed.token_ids:
+            # The first token goes out before anything else: it is the user's time to first token.
+            streams.publish(rt.client, request_id, [streams.token_record(0, text, first)])
+            metrics.TIME_TO_FIRST_TOKEN.labels(spec.prefill_pool, metrics.tenant_label(spec.tenant_id)).observe(
+                ttft_ms / 1000)
+        if finish_reason is not None:  # max_tokens == 1, or the context is full
+            finish_early(rt, spec, reason=finish_reason, text=text, completion=1,
                          cached=result.cached_tokens, ttft_ms=ttft_ms)
             return
         rt.kvstore.put(request_id, result.kv, ttl_s=KV_TTL_S)
         kv_stored = True
         handoff = PrefillHandoff(first_token=first, prefill_worker=rt.name, ttft_ms=ttft_ms,
                                  prefill_engine_ms=engine_ms, cached_tokens=result.cached_tokens)
-        broker.send(broker.DECODE, [request_id, handoff.to_dict()],
-                    queue=broker.queue_name("decode", spec.decode_pool),
-                    priority=broker.broker_priority(spec.priority))
+        decode = Stage(request_id=request_id, stage="decode", epoch=0, task=broker.DECODE,
+                       args=[request_id, handoff.to_dict()], queue=broker.queue_name("decode", spec.decode_pool),
+                       pool=spec.decode_pool)
+        rt.client.set(*ownership.sent_record(decode), ex=ownership.RECORD_TTL_S)
+        broker.send(decode.task, decode.args, queue=decode.queue, priority=broker.broker_priority(spec.priority))
         outcomes.message_set_status(request_id=request_id, status="decoding")
     except Exception as exc:
         log.exception("prefill failed for %s", request_id)
@@ -71,3 +101,10 @@ def run_prefill(request_id: str) -> None:
         outcomes.request_fail(request_id=request_id, code="prefill_failed", message=f"Prefill failed: {exc}")
     finally:
         rt.untrack(request_id)
+
+
+def _first_finish(rt: Runtime, spec: RequestSpec, first: int) -> str | None:
+    """Whether a first token already streamed ends the reply (as the engine would say)."""
+    return rt.prefill.engine.first_token_finish(
+        PrefillRequest(request_id=spec.request_id, token_ids=spec.prompt_token_ids, sampling=sampling_params(spec.sampling)),
+        first)

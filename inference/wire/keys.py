@@ -28,6 +28,19 @@ def handoff(request_id: str) -> str:
     return f"{PREFIX}:handoff:{request_id}"
 
 
+def owner(request_id: str) -> str:
+    """Who holds the request now (inference.wire.ownership): worker, stage, epoch, state."""
+    return f"{PREFIX}:owner:{request_id}"
+
+
+def sent(request_id: str) -> str:
+    """The request's stage sent and not yet taken (inference.wire.ownership): which
+    task on which queue, so that it can be sent again if its message is lost."""
+    return f"{PREFIX}:sent:{request_id}"
+
+
+SENT_PATTERN = f"{PREFIX}:sent:*"
+
 # A cancel flag outlives any request (its spec expires after an hour too).
 CANCEL_TTL_S = 3600
 CANCEL_CHANNEL = f"{PREFIX}:cancel"
@@ -38,3 +51,8 @@ WORKERS_SET = f"{PREFIX}:workers"
 def conversation_events(conversation_id: str) -> str:
     """A conversation's live events (handed to a person: messages, state, typing)."""
     return f"{PREFIX}:conv:{conversation_id}:events"
+
+
+def worker_requests(name: str) -> str:
+    """The requests a worker holds, beside its heartbeat key (`WORKER_HASH_PREFIX + name`)."""
+    return f"{WORKER_HASH_PREFIX}{name}:requests"

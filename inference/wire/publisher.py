@@ -12,10 +12,12 @@ from typing import Any
 
 import redis
 
-from . import streams
+from . import metrics, streams
 
 log = logging.getLogger(__name__)
-PUBLISH_ATTEMPTS, PUBLISH_RETRY_S = 4, 0.25  # ~1.5 s of retries in all
+# Retries over a Redis outage, backing off to a second between tries: long enough for a
+# Redis restart (a reply's tokens wait here meanwhile, and go out once it is back).
+PUBLISH_RETRY_FOR_S, PUBLISH_RETRY_S, PUBLISH_RETRY_MAX_S = 20.0, 0.25, 1.0
 
 
 class StreamPublisher:
@@ -59,7 +61,9 @@ class StreamPublisher:
         may hold a reply's end record, whose loss would leave its readers waiting. (A
         retry after a send that did land repeats records; readers skip repeated token
         indices and stop at the first end.)"""
-        for attempt in range(PUBLISH_ATTEMPTS):
+        give_up_at = time.monotonic() + PUBLISH_RETRY_FOR_S
+        attempt = 0
+        while True:
             pipe = self._client.pipeline(transaction=False)
             for request_id, records in by_request.items():
                 streams.append(pipe, request_id, records)
@@ -67,8 +71,10 @@ class StreamPublisher:
                 pipe.execute()
                 return
             except redis.RedisError:
-                if attempt + 1 == PUBLISH_ATTEMPTS:
+                if time.monotonic() > give_up_at:
                     # Still unreachable: drop the batch and keep the thread for the next.
                     log.warning("could not publish %d stream(s); dropped", len(by_request), exc_info=True)
                     return
-                time.sleep(PUBLISH_RETRY_S * (attempt + 1))  # back off before trying again
+                metrics.RETRIES.labels("publish").inc()
+                attempt += 1
+                time.sleep(min(PUBLISH_RETRY_MAX_S, PUBLISH_RETRY_S * attempt))  # back off before trying again

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -90,6 +91,33 @@ def status_record(state: str, detail: str = "") -> dict[str, Any]:
 
 def read_all(client: redis.Redis, request_id: str) -> list[dict[str, Any]]:
     return [decode_record(f) for _, f in client.xrange(keys.stream(request_id))]
+
+
+@dataclass
+class Progress:
+    """What a reply's stream holds so far: the tokens, dense from index 0 (the first of
+    each index, as readers keep it), and its terminal record if it has one."""
+
+    token_ids: list[int]
+    texts: list[str]
+    first_ts: float | None  # when index 0 was produced
+    terminal: dict[str, Any] | None
+
+
+def progress(client: redis.Redis, request_id: str) -> Progress:
+    """Read a reply back, for a worker that continues it after its worker died."""
+    tokens: dict[int, dict] = {}
+    terminal = None
+    for rec in read_all(client, request_id):
+        if rec["type"] == "token":
+            tokens.setdefault(rec["index"], rec)
+        elif rec["type"] in TERMINAL and terminal is None:
+            terminal = rec
+    dense = []
+    while len(dense) in tokens:  # a gap (never written, so never read) ends what counts
+        dense.append(tokens[len(dense)])
+    return Progress(token_ids=[r["token_id"] for r in dense], texts=[r["text"] for r in dense],
+                    first_ts=float(dense[0]["ts"]) if dense else None, terminal=terminal)
 
 
 async def exists(aredis, request_id: str) -> bool:

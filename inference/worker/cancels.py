@@ -1,6 +1,8 @@
 """Cancelling a model worker's requests: at once when the web tier publishes a cancel,
 and by a reaper that re-checks the durable flags and the listener leases every few
-seconds (a lapsed lease means the client left and did not come back to resume)."""
+seconds (a lapsed lease means the client left and did not come back to resume). The
+reaper also stops requests that another worker now owns (this one was taken for dead
+and its requests migrated: wire.ownership)."""
 
 from __future__ import annotations
 
@@ -20,11 +22,15 @@ class Runtime(Protocol):
     """What these threads need of the worker's runtime (`runtime.Runtime`)."""
 
     client: redis.Redis
+    name: str  # this worker's name, as ownership records it
+    role: str  # prefill | decode | colocated: the stage its requests are in
     active: set[str]  # the requests in flight here
     lock: threading.Lock  # guards `active`
     stopped: threading.Event
 
     def cancel(self, request_id: str) -> None: ...
+
+    def disown(self, request_id: str) -> None: ...
 
 
 def start_threads(rt: Runtime) -> None:
@@ -72,9 +78,14 @@ def _reap_once(rt: Runtime) -> None:
     for r in active:
         pipe.exists(keys.cancel(r))
         pipe.exists(keys.listener(r))
+        pipe.hmget(keys.owner(r), "worker", "state", "stage")
     flags = pipe.execute()
     for i, request_id in enumerate(active):
-        cancelled, listened = flags[2 * i], flags[2 * i + 1]
+        cancelled, listened, (owner, state, stage) = flags[3 * i], flags[3 * i + 1], flags[3 * i + 2]
+        # Still in this worker's stage, but held by another (or lost): it migrated away.
+        if stage and stage.decode() == rt.role and (state == b"lost" or (owner and owner.decode() != rt.name)):
+            rt.disown(request_id)
+            continue
         if cancelled or not listened:
             if not listened:
                 log.info("cancelling %s: no listener", request_id)

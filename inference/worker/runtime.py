@@ -1,6 +1,7 @@
 """A model worker's process-wide state: the engine loaded once when the worker starts
-(not per task), the KV store, the stream publisher, the heartbeat, the cancel listener
-and the listener-lease reaper. Celery task threads reach it through `get_runtime()`.
+(not per task), the KV store, the stream publisher, the heartbeat and metrics endpoint
+(worker.process), the cancel listener and the listener-lease reaper. Celery task threads
+reach it through `get_runtime()`.
 
 GPU workers must not fork after CUDA is initialised, so model workers run Celery's
 threads (or solo) pool: the engine is loaded in the worker's main process."""
@@ -19,12 +20,14 @@ from ..engine.decode import DecodeEngine
 from ..engine.loader import LoadedModel, load_model
 from ..engine.prefill import PrefillEngine
 from ..kvstore import KVStore, from_url
+from ..wire import metrics
 from ..wire.connections import new_redis
 from ..wire.publisher import StreamPublisher
 from . import cancels
 from .config import WorkerConfig
 from .heartbeats import HeartbeatThread, worker_name
 from .prefill_batcher import PrefillBatcher
+from .process import start_process
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +44,18 @@ class Runtime:
     decode: DecodeEngine | None = None
     colocated: ColocatedEngine | None = None
     active: set[str] = field(default_factory=set)
+    # Requests in flight here that another worker now owns: this one was taken for dead
+    # (a stall past the heartbeat's lifetime) and its requests migrated. Stopped here,
+    # and never finished here (the reaper finds them: cancels._reap_once).
+    disowned: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
     heartbeat: HeartbeatThread | None = None
     fallback_prefill: PrefillEngine | None = None  # decode workers: recomputes a lost KV entry
     stopped: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def role(self) -> str:
+        return self.config.role
 
     def track(self, request_id: str) -> None:
         with self.lock:
@@ -53,6 +64,18 @@ class Runtime:
     def untrack(self, request_id: str) -> None:
         with self.lock:
             self.active.discard(request_id)
+            self.disowned.discard(request_id)
+
+    def disown(self, request_id: str) -> None:
+        with self.lock:
+            if request_id not in self.active:
+                return
+            self.disowned.add(request_id)
+        log.warning("%s now belongs to another worker; stopping it here", request_id)
+        self.cancel(request_id)
+
+    def is_disowned(self, request_id: str) -> bool:
+        return request_id in self.disowned
 
     def cancel(self, request_id: str) -> None:
         for engine in (self.decode, self.colocated):
@@ -80,7 +103,20 @@ class Runtime:
                        if hasattr(self.model.model, "kv_bytes_per_token") else None)
         if self.prefill is not None:
             out.update(prefill_queue=self.prefill.pending(), prefill_batches=self.prefill.batches)
+        labels = (self.config.role, self.config.pool)
+        metrics.REQUESTS_RUNNING.labels(*labels).set(out["active_requests"])
+        metrics.REQUESTS_WAITING.labels(*labels).set(out.get("queue_depth", out.get("prefill_queue", 0)))
+        if engine is not None:
+            metrics.BATCH_OCCUPANCY.labels(*labels).set(out["batch"])
+            metrics.BATCH_SLOTS.labels(*labels).set(out["max_batch"])
+            metrics.KV_TOKENS.labels(*labels).set(out["kv_tokens"])
         return out
+
+    def healthy(self) -> tuple[bool, dict]:
+        """For /healthz: the engine's threads still run."""
+        threads = {"decode": self.decode, "colocated": self.colocated, "prefill": self.prefill}
+        alive = {k: e._thread.is_alive() for k, e in threads.items() if e is not None}
+        return all(alive.values()), {"engine_threads": alive}
 
     def stop(self) -> None:
         self.stopped.set()
@@ -123,14 +159,13 @@ def start_runtime(config: WorkerConfig) -> Runtime:
     elif config.role == "colocated":
         rt.colocated = ColocatedEngine(model, config.engine)
     device = str(config.engine.resolve_device())
-    rt.heartbeat = HeartbeatThread(
-        client, name=rt.name, role=config.role, pool=config.pool,
+    proc = start_process(
+        config.role, config.pool, client=client,
         static={"device": device, "dtype": str(config.engine.resolve_dtype()).removeprefix("torch."),
                 "model": str(model.model_dir.name), "fingerprint": model.fingerprint[:12]},
-        dynamic=rt.stats,
+        dynamic=rt.stats, healthy=rt.healthy,
     )
-    rt.heartbeat.beat()
-    rt.heartbeat.start()
+    rt.heartbeat = proc.heartbeat
     cancels.start_threads(rt)
     _runtime = rt
     _runtime_ready.set_result(rt)

@@ -4,7 +4,9 @@
 
 and loads its engine once, when the worker starts (Celery's `worker_init` signal), in the
 worker's main process: with the threads pool no process is forked after the model (and
-CUDA) is initialised. CPU workers load only the tokenizer.
+CUDA) is initialised. CPU workers load only the tokenizer. Every worker, CPU tier
+included, beats and serves its metrics (worker.process); `inference.tasks` starts its
+watcher once the worker is ready (the watcher is a pipeline module, above this layer).
 
 Every process that loads the Celery app imports this module (the web tier too, to send
 tasks), so the handlers import the runtime when they run: only a worker loads torch."""
@@ -23,8 +25,10 @@ def _load_engine(**_):
     if role == "cpu":
         # Load the tokenizer now, not on the first request (which would pay seconds).
         from ..text.tokenizer import get_tokenizer
+        from .process import start_process
 
         get_tokenizer()
+        start_process("cpu", os.environ.get("TANDEM_POOL", "shared"))
         return
     from .config import worker_config_from_env
     from .runtime import start_runtime
@@ -41,6 +45,10 @@ def _load_engine(**_):
 
 @worker_shutdown.connect
 def _stop_engine(**_):
+    from .process import current
     from .runtime import stop_runtime
 
     stop_runtime()
+    proc = current()
+    if proc is not None:
+        proc.stop()

@@ -30,6 +30,7 @@ ERROR_STATUS = {
     "empty_message": (400, "invalid_value"),
     "message_too_long": (400, "invalid_value"),
     "no_worker": (503, "no_worker"),
+    "worker_lost": (503, "worker_lost"),
     "timeout": (503, "timeout"),
     "expired": (503, "expired"),
     "cancelled": (409, "cancelled"),

@@ -1,0 +1,1 @@
+"""`python -m benchmarks faults`: workers killed under load, and what the clients saw."""
