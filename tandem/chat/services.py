@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
 
 from inference.pipeline import submit as pipeline
@@ -104,14 +105,34 @@ def route_is_served(route: Route) -> bool:
     return served_by(route, live_workers(get_redis()))
 
 
-def prompt_history(conversation: Conversation) -> list[dict]:
+def prompt_history(conversation: Conversation, *, max_prompt_tokens: int) -> list[dict]:
     """The conversation's messages a new prompt is built from, oldest first, as
     {"role", "content"}: replies that failed or were cancelled are left out, and so are
-    messages with no text (a reply still being written)."""
+    messages with no text (a reply still being written).
+
+    Bounded, so that one request's cost does not grow with the conversation: only the
+    newest `TANDEM_HISTORY_MAX_MESSAGES` rows are read, and of those only the newest that
+    fit `TANDEM_HISTORY_CHARS_PER_TOKEN` characters per prompt token (no prompt of
+    `max_prompt_tokens` could hold more; the CPU tier trims the rest by tokens)."""
     rows = conversation.messages.exclude(content="").exclude(
         role=Message.Role.ASSISTANT, status__in=[Message.Status.FAILED, Message.Status.CANCELLED]
-    ).order_by("created_at").values_list("role", "content")
-    return [{"role": role, "content": content} for role, content in rows]
+    ).order_by("-created_at").values_list("role", "content")[: settings.TANDEM_HISTORY_MAX_MESSAGES]
+    room = max_prompt_tokens * settings.TANDEM_HISTORY_CHARS_PER_TOKEN
+    kept: list[dict] = []
+    for role, content in rows:
+        room -= len(content)
+        if room < 0:
+            break
+        kept.append({"role": role, "content": content})
+    return kept[::-1]
+
+
+def conversation_check_length(conversation: Conversation, adding: int) -> None:
+    """A conversation holds at most TANDEM_CONVERSATION_MAX_MESSAGES messages."""
+    limit = settings.TANDEM_CONVERSATION_MAX_MESSAGES
+    if conversation.messages.count() + adding > limit:
+        raise InvalidInput(f"This conversation has reached its limit of {limit} messages; start a new one.",
+                           param="conversation", code="conversation_too_long")
 
 
 def chat_submit(
@@ -150,7 +171,10 @@ def chat_submit(
         visitor = visitor_recheck(tenant=api_key.tenant, visitor=visitor)
     conversation = (conversation_get(tenant=api_key.tenant, conversation_id=conversation_id, visitor=visitor)
                     if conversation_id else None)
-    history = prompt_history(conversation) if conversation else []
+    if conversation:
+        conversation_check_length(conversation, adding=len(cleaned) + 1)
+    history = (prompt_history(conversation, max_prompt_tokens=api_key.tenant.quota.max_prompt_tokens)
+               if conversation else [])
     request_id = uuid.uuid4()
     conversation_id = conversation.pk if conversation else uuid.uuid4()
     # Admission before anything is stored: a refused request leaves no trace, and an
