@@ -47,7 +47,11 @@ class RequestSpec:
     max_prompt_tokens: int = 0
     # Filled in by the CPU tier:
     prompt_token_ids: list[int] = field(default_factory=list)
-    cache_salt: str = ""  # the tenant's prefix-cache namespace
+    cache_salt: str = ""  # the prompt's prefix-cache namespace (inference.text.cache_scope)
+    # For an engine that takes two salts: the first cache_shared_tokens tokens (the
+    # tenant's system prompt) under cache_shared_salt, the rest under cache_salt.
+    cache_shared_salt: str = ""
+    cache_shared_tokens: int = 0
     enqueued_at: float = 0.0
 
     def to_json(self) -> str:

@@ -276,7 +276,10 @@ def _frame(request_id: str, rec: dict) -> dict:
     if kind == "token":
         return {"type": "token", "message": request_id, "index": rec["index"], "text": rec["text"]}
     if kind == "end":
-        return {"type": "end", "message": request_id, "finish_reason": rec["finish_reason"], "usage": rec["usage"]}
+        # No prompt_tokens_details: a widget never learns what the prefix cache held
+        # (it would tell whether another prompt shared a prefix; docs/security.md).
+        usage = {k: v for k, v in (rec["usage"] or {}).items() if k != "prompt_tokens_details"}
+        return {"type": "end", "message": request_id, "finish_reason": rec["finish_reason"], "usage": usage}
     if kind == "error":
         return {"type": "error", "code": rec["code"], "message": request_id, "detail": rec["message"]}
     return {"type": "status", "message": request_id, "state": rec["state"], "detail": rec.get("detail", "")}
