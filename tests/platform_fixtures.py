@@ -59,8 +59,14 @@ class ChatSocket:
     def send(self, frame: dict | str) -> None:
         self.conn.send(frame if isinstance(frame, str) else json.dumps(frame))
 
+    visitor_token: str | None = None  # the signed visitor id the server issued, if it did
+
     def recv(self, timeout: float = 60) -> dict:
-        return json.loads(self.conn.recv(timeout=timeout))
+        while True:
+            frame = json.loads(self.conn.recv(timeout=timeout))
+            if frame.get("type") != "visitor":  # sent once, at connect, to a new visitor
+                return frame
+            self.visitor_token = frame["token"]
 
     def recv_until(self, predicate, timeout: float = 120) -> list[dict]:
         frames = []

@@ -30,10 +30,11 @@ from tenants.services import (
     origin_allowed,
 )
 
+from ..net import scope_client_ip
 from . import selectors, services
 from .models import Conversation
 from .replies import EXPIRED, ReplyFollower
-from .visitors import IdentityRefused, visitor_establish, visitor_recheck
+from .visitors import IdentityRefused, visitor_establish, visitor_recheck, visitor_token_issue, visitor_token_read
 
 log = logging.getLogger(__name__)
 MAX_FRAME_BYTES = 64 * 1024
@@ -49,6 +50,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.api_key = None
         self.followers: dict[str, asyncio.Task] = {}
         self.redis = get_async_redis()
+        self.client_ip = scope_client_ip(self.scope)
         query = parse_qs(self.scope.get("query_string", b"").decode())
         headers = dict(self.scope.get("headers", []))
         origin = headers.get(b"origin", b"").decode() or None
@@ -72,14 +74,22 @@ class ChatConsumer(AsyncWebsocketConsumer):
         def arg(name: str) -> str:
             return (query.get(name) or [""])[0]
 
+        # The visitor id is the server's, signed: a token that does not verify gets a new
+        # one, which the page keeps (frame "visitor").
+        visitor_id = visitor_token_read(tenant=api_key.tenant, token=arg("visitor"))
+        issued = None
+        if visitor_id is None:
+            visitor_id, issued = visitor_token_issue(tenant=api_key.tenant)
         try:
             self.visitor = visitor_establish(
-                tenant=api_key.tenant, visitor_id=arg("visitor"), user_id=arg("user"),
+                tenant=api_key.tenant, visitor_id=visitor_id, user_id=arg("user"),
                 user_hash=arg("user_hash"), name=arg("user_name"), email=arg("user_email"))
         except IdentityRefused as exc:
             await self._error(exc.code, str(exc))
             await self.close(code=CLOSE_UNAUTHORIZED)
             return
+        if issued:
+            await self._send({"type": "visitor", "token": issued})
         self.api_key = api_key
         self.key_version, self.key_read_at = version, time.monotonic()
 
@@ -138,6 +148,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 api_key=self.api_key, messages=[("user", frame.get("text"))],
                 conversation_id=conversation, channel=Conversation.Channel.WIDGET,
                 visitor=self.visitor, key_version=self.key_version, refresh_key=refresh,
+                client_ip=self.client_ip,
             )
         except (AuthenticationFailed, IdentityRefused) as exc:
             # Revoked, its tenant deactivated, or the visitor's identity no longer verifies

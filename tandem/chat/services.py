@@ -25,6 +25,7 @@ from tenants.services import api_key_refresh
 
 from .models import Conversation, Message
 from .sampling import sampling_for_tandem
+from .limits import refusal_text, widget_subjects
 from .visitors import Visitor, visitor_recheck
 
 
@@ -50,7 +51,7 @@ def _refusal_text(adm: quotas.Admission) -> str:
         "prompt_too_long": "The message is longer than this tenant's maximum prompt.",
         "max_tokens_too_large": "max_tokens is above this tenant's maximum output tokens.",
     }
-    text = texts.get(adm.reason or "", "The request was refused by the tenant's quota.")
+    text = texts.get(adm.reason or "") or refusal_text(adm.reason)
     if adm.retry_after_s is not None and adm.reason not in quotas.SIZE_REASONS:
         text += f" Retry after {adm.retry_after_s:.1f} s."
     return text
@@ -146,6 +147,7 @@ def chat_submit(
     key_version: int | None = None,
     refresh_key: bool = False,
     visitor: Visitor | None = None,
+    client_ip: str = "",
 ) -> Submission:
     """Append `messages` (the last one from the user) to a conversation, create the
     queued assistant message and enqueue the request. Raises InvalidInput, NotFound,
@@ -153,7 +155,8 @@ def chat_submit(
     IdentityRefused (the widget `visitor`'s identity no longer verifies).
 
     A widget socket passes its `visitor`: their identity is checked again against the
-    tenant as read here, the conversation must be theirs, and a new one is theirs.
+    tenant as read here, the conversation must be theirs, and a new one is theirs. The
+    visitor and their `client_ip` have limits of their own, admitted with the tenant's.
 
     A caller that holds its key between requests (a websocket) passes the
     `tenants.changes` version it read the key and tenant at: the admission checks it in
@@ -171,6 +174,10 @@ def chat_submit(
         visitor = visitor_recheck(tenant=api_key.tenant, visitor=visitor)
     conversation = (conversation_get(tenant=api_key.tenant, conversation_id=conversation_id, visitor=visitor)
                     if conversation_id else None)
+    if conversation is not None and conversation.channel != channel:
+        # A conversation continues on the channel that made it (the widget never writes to
+        # a REST conversation, nor REST to a visitor's): answered like a missing one.
+        raise NotFound("conversation")
     if conversation:
         conversation_check_length(conversation, adding=len(cleaned) + 1)
     history = (prompt_history(conversation, max_prompt_tokens=api_key.tenant.quota.max_prompt_tokens)
@@ -203,6 +210,7 @@ def chat_submit(
             max_output_tokens=spec.sampling.max_tokens,
             if_current=(changes.KEY, key_version) if checked else None,
             store=pipeline.request_keys(spec),
+            subjects=widget_subjects(visitor=visitor, client_ip=client_ip) if visitor is not None else (),
         )
         if admission.reason != "stale":
             break
