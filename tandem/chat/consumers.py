@@ -20,7 +20,6 @@ from django.conf import settings
 
 from inference.text.validation import InvalidInput
 from inference.wire import streams
-from inference.wire.connections import get_async_redis
 from tenants import changes
 from tenants.models import ApiKey
 from tenants.services import (
@@ -31,7 +30,7 @@ from tenants.services import (
 )
 
 from ..net import scope_client_ip
-from . import selectors, services
+from . import selectors, services, sockets
 from .models import Conversation
 from .replies import EXPIRED, ReplyFollower
 from .visitors import IdentityRefused, visitor_establish, visitor_recheck, visitor_token_issue, visitor_token_read
@@ -49,7 +48,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         self.api_key = None
         self.followers: dict[str, asyncio.Task] = {}
-        self.redis = get_async_redis()
+        self.counted = self.idle_task = None
+        self.frames = sockets.FrameBucket()
+        self.last_frame_at = time.monotonic()
+        self.redis = sockets.shared_async_redis()
         self.client_ip = scope_client_ip(self.scope)
         query = parse_qs(self.scope.get("query_string", b"").decode())
         headers = dict(self.scope.get("headers", []))
@@ -90,18 +92,37 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         if issued:
             await self._send({"type": "visitor", "token": issued})
+        over = sockets.sockets.open(key_id=api_key.pk, ip=self.client_ip)
+        if over:
+            await self._error("too_many_connections",
+                              f"Too many open chat connections for this {'key' if over == 'key' else 'address'}.")
+            await self.close(code=sockets.CLOSE_TOO_MANY)
+            return
+        self.counted = (api_key.pk, self.client_ip)
         self.api_key = api_key
         self.key_version, self.key_read_at = version, time.monotonic()
+        self.idle_task = asyncio.create_task(sockets.close_when_idle(self))
 
     async def disconnect(self, code):
         # A disconnect does not cancel: the client may come back and resume. Requests
         # nobody listens to are cancelled by the workers once the listener lease lapses.
         for task in self.followers.values():
             task.cancel()
-        await self.redis.aclose()
+        if self.idle_task is not None:
+            self.idle_task.cancel()
+        if self.counted is not None:
+            key_id, ip = self.counted
+            sockets.sockets.close(key_id=key_id, ip=ip)
+            self.counted = None
+        # The Redis client is the process's shared one: not closed here.
 
     async def receive(self, text_data=None, bytes_data=None):
         if self.api_key is None:
+            return
+        self.last_frame_at = time.monotonic()
+        wait = self.frames.take()
+        if wait is not None:  # no work for a frame over the socket's rate
+            await self._error("rate_limited", "Too many frames on this connection.", retry_after=round(wait, 3))
             return
         if text_data is None or len(text_data) > MAX_FRAME_BYTES:
             await self._error("invalid_frame", f"Frames must be JSON text under {MAX_FRAME_BYTES} bytes.")
@@ -269,9 +290,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
             # A resume of the same reply may have replaced this task already: leave its entry.
             if self.followers.get(request_id) is asyncio.current_task():
                 del self.followers[request_id]
+            self.last_frame_at = time.monotonic()  # the idle timeout counts from the reply's end
 
     async def _send(self, payload: dict):
         await self.send(text_data=json.dumps(payload))
+
+    async def send_error(self, code: str, text: str) -> None:
+        await self._error(code, text)
 
     async def _error(self, code: str, text: str, **extra):
         """A connection- or frame-level error: `message` is the text. (Errors of one
