@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "channels",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "tenants",
     "inference",
@@ -185,7 +186,14 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "OpenAI-compatible chat completions and conversation API for Tandem tenants.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from the drf-spectacular-sidecar package (served as static files), not
+    # from a CDN's @latest without integrity checks.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
+# /api/docs/ and /api/schema/: public in development, staff-only in production.
+TANDEM_API_DOCS_PUBLIC = env_bool("TANDEM_API_DOCS_PUBLIC", not PRODUCTION)
 
 # The model every worker serves: a Hugging Face model directory or an id in the local cache.
 TANDEM_MODEL = os.environ.get("TANDEM_MODEL", str(VAR_DIR / "models" / "smollm2-135m-instruct"))
