@@ -49,6 +49,9 @@ def test_a_flood_from_one_visitor_and_one_ip_leaves_other_visitors_of_the_tenant
     usage = quotas.usage_snapshot(get_redis(), tenant_id=created.tenant.pk,
                                   limits=quotas.QuotaLimits.from_quota(created.tenant.quota))
     assert usage["refused_today"] == {"visitor_requests_per_minute": 1, "ip_requests_per_minute": 7}
+    from django.test import Client
+    body = Client().get("/api/v1/usage/", HTTP_AUTHORIZATION=f"Bearer {created.secret_key.plaintext}").json()
+    assert body["refused_today"] == usage["refused_today"]
 
 
 def test_visitor_ids_are_issued_and_signed_by_the_server_per_tenant():
