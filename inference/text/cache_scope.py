@@ -44,7 +44,7 @@ def shared_prefix_tokens(tokenizer: Any, token_ids: list[int], *, system_prompt:
         return 0
     probe = encode(tokenizer, system_prompt, [{"role": "user", "content": ""}])
     n = 0
-    for a, b in zip(token_ids, probe):
+    for a, b in zip(token_ids, probe, strict=False):
         if a != b:
             break
         n += 1

@@ -10,10 +10,10 @@ from asgiref.sync import sync_to_async
 from django.http import JsonResponse
 from drf_spectacular.utils import extend_schema
 
+from inference.wire.connections import get_redis
 from tandem.chat import services
 from tandem.chat.models import Conversation, Message
 from tandem.chat.sampling import sampling_for_tandem
-from inference.wire.connections import get_redis
 from tenants import quotas
 from tenants.selectors import usage_daily
 

@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from . import conversation_views as conv
 from . import openai_views as oai
 
+
 def docs_view(view):
     """The API docs: open when TANDEM_API_DOCS_PUBLIC (development), else staff only
     (read at each request, so a test or a deployment's setting applies)."""

@@ -33,7 +33,13 @@ from ..net import scope_client_ip
 from . import selectors, services, sockets
 from .models import Conversation
 from .replies import EXPIRED, ReplyFollower
-from .visitors import IdentityRefused, visitor_establish, visitor_recheck, visitor_token_issue, visitor_token_read
+from .visitors import (
+    IdentityRefused,
+    visitor_establish,
+    visitor_recheck,
+    visitor_token_issue,
+    visitor_token_read,
+)
 
 log = logging.getLogger(__name__)
 MAX_FRAME_BYTES = 64 * 1024

@@ -23,9 +23,9 @@ from tenants.access import NotFound, access_list, access_owned  # noqa: F401 - N
 from tenants.models import ApiKey, Tenant
 from tenants.services import api_key_refresh
 
+from .limits import refusal_text, widget_subjects
 from .models import Conversation, Message
 from .sampling import sampling_for_tandem
-from .limits import refusal_text, widget_subjects
 from .visitors import Visitor, visitor_recheck
 
 

@@ -16,9 +16,8 @@ messages without it, nothing here is stored for a claim that does not verify."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import uuid
+from dataclasses import dataclass
 
 from django.core import signing
 from django.db.models import QuerySet

@@ -21,7 +21,14 @@ from .limiter import (
     touch,
     usage_snapshot,
 )
-from .limits import RATE_REASONS, SIZE_REASONS, Admission, QuotaLimits, SubjectLimits, format_duration
+from .limits import (
+    RATE_REASONS,
+    SIZE_REASONS,
+    Admission,
+    QuotaLimits,
+    SubjectLimits,
+    format_duration,
+)
 
 __all__ = [
     "DEFAULT_STREAM_LEASE_S",

@@ -177,7 +177,7 @@ def usage_snapshot(
         [quota_key(tenant_id, n) for n in ("rpm", "tpm", "tpm:tok", "streams", "daily", "refused")],
         [_ms(now)],
     )
-    refused = {(k.decode() if isinstance(k, bytes) else k): int(v) for k, v in zip(refused[::2], refused[1::2])}
+    refused = {(k.decode() if isinstance(k, bytes) else k): int(v) for k, v in zip(refused[::2], refused[1::2], strict=True)}
     midnight_ms = (now_ms // scripts.DAY_MS + 1) * scripts.DAY_MS
     return {
         "requests_per_minute": _gauge(rpm, limits.requests_per_minute, reset_s=rpm_reset / 1000),
