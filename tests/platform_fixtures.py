@@ -22,6 +22,15 @@ def model_dir():
     return str(prepare_model(DEFAULT_DIR))
 
 
+# Every test drives the platform from one address, some from one visitor: the
+# per-visitor and per-IP limits and socket caps (docs/security.md) are tested on their
+# own (tests/security), and lifted here.
+LOAD_GENERATOR_LIMITS = {name: "1000000" for name in (
+    "TANDEM_WIDGET_VISITOR_RPM", "TANDEM_WIDGET_VISITOR_TPM", "TANDEM_WIDGET_VISITOR_STREAMS",
+    "TANDEM_WIDGET_IP_RPM", "TANDEM_WIDGET_IP_TPM", "TANDEM_WIDGET_IP_STREAMS",
+    "TANDEM_WS_MAX_PER_KEY", "TANDEM_WS_MAX_PER_IP", "TANDEM_WS_FRAME_BURST")}
+
+
 @pytest.fixture(scope="session")
 def platform(django_db_setup, django_db_blocker, model_dir):
     from django.db import connection
@@ -34,7 +43,8 @@ def platform(django_db_setup, django_db_blocker, model_dir):
                               "TANDEM_MAX_BATCH": str(DECODE_SLOTS), "TANDEM_CPU_AFFINITY": "1"}),
     ]
     with running_platform(db_url=database_url(connection.settings_dict), model_dir=model_dir,
-                          workers=workers, extra_env={"TANDEM_QUEUE_TIMEOUT_S": "8", "TANDEM_STALL_TIMEOUT_S": "20"},
+                          workers=workers, extra_env={"TANDEM_QUEUE_TIMEOUT_S": "8", "TANDEM_STALL_TIMEOUT_S": "20",
+                                     **LOAD_GENERATOR_LIMITS},
                           log_dir=new_log_dir("tests")) as p:
         yield p
 
