@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
+from urllib.parse import quote
 
 import pytest
 import websockets.sync.client as ws_client
@@ -96,8 +97,11 @@ class ChatSocket:
 
 
 @contextmanager
-def chat_socket(platform, key: str, origin: str = ORIGIN):
-    with ws_client.connect(f"{platform.ws_url}/ws/chat/?key={key}", origin=origin, open_timeout=20) as conn:
+def chat_socket(platform, key: str, origin: str = ORIGIN, visitor: str | None = None):
+    """`visitor`: the signed token a visitor was issued (a previous socket's
+    `visitor_token`), to come back as the same visitor."""
+    query = f"key={key}" + (f"&visitor={quote(visitor)}" if visitor else "")
+    with ws_client.connect(f"{platform.ws_url}/ws/chat/?{query}", origin=origin, open_timeout=20) as conn:
         yield ChatSocket(conn)
 
 
