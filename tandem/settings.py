@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "channels",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "tenants",
     "knowledge",
@@ -118,7 +119,10 @@ LOGOUT_REDIRECT_URL = "console:login"
 SESSION_COOKIE_HTTPONLY = True
 
 AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
 LANGUAGE_CODE = "en-us"
@@ -197,7 +201,14 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "OpenAI-compatible chat completions and conversation API for Tandem tenants.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from the drf-spectacular-sidecar package (served as static files), not
+    # from a CDN's @latest without integrity checks.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
+# /api/docs/ and /api/schema/: public in development, staff-only in production.
+TANDEM_API_DOCS_PUBLIC = env_bool("TANDEM_API_DOCS_PUBLIC", not PRODUCTION)
 
 # The model every worker serves: a Hugging Face model directory or an id in the local cache.
 TANDEM_MODEL = os.environ.get("TANDEM_MODEL", str(VAR_DIR / "models" / "smollm2-135m-instruct"))
@@ -265,3 +276,32 @@ TANDEM_METRICS_TOKEN = os.environ.get("TANDEM_METRICS_TOKEN", "")
 TANDEM_TENANT_REFRESH_S = float(os.environ.get("TANDEM_TENANT_REFRESH_S", "60"))
 # The model id the OpenAI-compatible API serves (`model` in requests, /v1/models).
 TANDEM_MODEL_ID = os.environ.get("TANDEM_MODEL_ID", Path(TANDEM_MODEL).name or "tandem")
+
+# --- Bounded work and public-key limits (docs/security.md) ---------------------------------
+# One request reads at most this many of its conversation's newest messages, and of those
+# at most TANDEM_HISTORY_CHARS_PER_TOKEN characters per prompt token the tenant allows
+# (more could never fit the prompt); a conversation holds at most
+# TANDEM_CONVERSATION_MAX_MESSAGES messages (then: `conversation_too_long`).
+TANDEM_HISTORY_MAX_MESSAGES = int(os.environ.get("TANDEM_HISTORY_MAX_MESSAGES", "64"))
+TANDEM_HISTORY_CHARS_PER_TOKEN = int(os.environ.get("TANDEM_HISTORY_CHARS_PER_TOKEN", "8"))
+TANDEM_CONVERSATION_MAX_MESSAGES = int(os.environ.get("TANDEM_CONVERSATION_MAX_MESSAGES", "400"))
+# Limits per visitor and per client IP on widget (public) keys, checked in the same
+# atomic admission as the tenant's own quota. A visitor's id is issued and signed by the
+# server (tandem.chat.visitors).
+TANDEM_WIDGET_VISITOR_RPM = int(os.environ.get("TANDEM_WIDGET_VISITOR_RPM", "10"))
+TANDEM_WIDGET_VISITOR_TPM = int(os.environ.get("TANDEM_WIDGET_VISITOR_TPM", "20000"))
+TANDEM_WIDGET_VISITOR_STREAMS = int(os.environ.get("TANDEM_WIDGET_VISITOR_STREAMS", "2"))
+TANDEM_WIDGET_IP_RPM = int(os.environ.get("TANDEM_WIDGET_IP_RPM", "30"))
+TANDEM_WIDGET_IP_TPM = int(os.environ.get("TANDEM_WIDGET_IP_TPM", "60000"))
+TANDEM_WIDGET_IP_STREAMS = int(os.environ.get("TANDEM_WIDGET_IP_STREAMS", "6"))
+# The proxies whose X-Forwarded-For is believed (addresses or CIDR networks, comma
+# separated). Empty: the client IP is the socket's peer, and the header is ignored.
+TANDEM_TRUSTED_PROXIES = [p.strip() for p in os.environ.get("TANDEM_TRUSTED_PROXIES", "").split(",") if p.strip()]
+# Websockets (tandem.chat.sockets): open sockets per widget key and per client IP in one
+# web process, how long a socket may stay idle (no frame and no reply being followed),
+# and frames per second per socket (a burst of TANDEM_WS_FRAME_BURST is allowed).
+TANDEM_WS_MAX_PER_KEY = int(os.environ.get("TANDEM_WS_MAX_PER_KEY", "500"))
+TANDEM_WS_MAX_PER_IP = int(os.environ.get("TANDEM_WS_MAX_PER_IP", "20"))
+TANDEM_WS_IDLE_TIMEOUT_S = float(os.environ.get("TANDEM_WS_IDLE_TIMEOUT_S", "300"))
+TANDEM_WS_FRAME_RATE = float(os.environ.get("TANDEM_WS_FRAME_RATE", "5"))
+TANDEM_WS_FRAME_BURST = int(os.environ.get("TANDEM_WS_FRAME_BURST", "20"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
+from urllib.parse import quote
 
 import pytest
 import websockets.sync.client as ws_client
@@ -22,6 +23,15 @@ def model_dir():
     return str(prepare_model(DEFAULT_DIR))
 
 
+# Every test drives the platform from one address, some from one visitor: the
+# per-visitor and per-IP limits and socket caps (docs/security.md) are tested on their
+# own (tests/security), and lifted here.
+LOAD_GENERATOR_LIMITS = {name: "1000000" for name in (
+    "TANDEM_WIDGET_VISITOR_RPM", "TANDEM_WIDGET_VISITOR_TPM", "TANDEM_WIDGET_VISITOR_STREAMS",
+    "TANDEM_WIDGET_IP_RPM", "TANDEM_WIDGET_IP_TPM", "TANDEM_WIDGET_IP_STREAMS",
+    "TANDEM_WS_MAX_PER_KEY", "TANDEM_WS_MAX_PER_IP", "TANDEM_WS_FRAME_BURST")}
+
+
 @pytest.fixture(scope="session")
 def platform(django_db_setup, django_db_blocker, model_dir):
     from django.db import connection
@@ -34,7 +44,8 @@ def platform(django_db_setup, django_db_blocker, model_dir):
                               "TANDEM_MAX_BATCH": str(DECODE_SLOTS), "TANDEM_CPU_AFFINITY": "1"}),
     ]
     with running_platform(db_url=database_url(connection.settings_dict), model_dir=model_dir,
-                          workers=workers, extra_env={"TANDEM_QUEUE_TIMEOUT_S": "8", "TANDEM_STALL_TIMEOUT_S": "20"},
+                          workers=workers, extra_env={"TANDEM_QUEUE_TIMEOUT_S": "8", "TANDEM_STALL_TIMEOUT_S": "20",
+                                     **LOAD_GENERATOR_LIMITS},
                           log_dir=new_log_dir("tests")) as p:
         yield p
 
@@ -59,8 +70,14 @@ class ChatSocket:
     def send(self, frame: dict | str) -> None:
         self.conn.send(frame if isinstance(frame, str) else json.dumps(frame))
 
+    visitor_token: str | None = None  # the signed visitor id the server issued, if it did
+
     def recv(self, timeout: float = 60) -> dict:
-        return json.loads(self.conn.recv(timeout=timeout))
+        while True:
+            frame = json.loads(self.conn.recv(timeout=timeout))
+            if frame.get("type") != "visitor":  # sent once, at connect, to a new visitor
+                return frame
+            self.visitor_token = frame["token"]
 
     def recv_until(self, predicate, timeout: float = 120) -> list[dict]:
         frames = []
@@ -80,8 +97,11 @@ class ChatSocket:
 
 
 @contextmanager
-def chat_socket(platform, key: str, origin: str = ORIGIN):
-    with ws_client.connect(f"{platform.ws_url}/ws/chat/?key={key}", origin=origin, open_timeout=20) as conn:
+def chat_socket(platform, key: str, origin: str = ORIGIN, visitor: str | None = None):
+    """`visitor`: the signed token a visitor was issued (a previous socket's
+    `visitor_token`), to come back as the same visitor."""
+    query = f"key={key}" + (f"&visitor={quote(visitor)}" if visitor else "")
+    with ws_client.connect(f"{platform.ws_url}/ws/chat/?{query}", origin=origin, open_timeout=20) as conn:
         yield ChatSocket(conn)
 
 

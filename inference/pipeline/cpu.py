@@ -20,8 +20,8 @@ from django.db import DatabaseError
 from knowledge.search import Hit
 from knowledge.selectors import passage, retrieve, sources_of
 
-from ..text import handover
-from ..text.prompting import PromptTooLong, build_prompt
+from ..text import cache_scope, handover
+from ..text.prompting import PromptTooLong, _encode, build_prompt
 from ..text.tokenizer import get_tokenizer
 from ..text.validation import InvalidInput, clean_user_text
 from ..wire import broker, streams
@@ -74,7 +74,12 @@ def preprocess_request(request_id: str) -> str | None:
         handoff.report(client, request_id, handoff.cpu_failed(*failure))
         return None
     spec.prompt_token_ids = prompt.token_ids
-    spec.cache_salt = f"tenant:{spec.tenant_id}"
+    # Visitor-written text is never shared across conversations (inference.text.cache_scope).
+    spec.cache_salt = cache_scope.prompt_salt(tenant_id=spec.tenant_id, channel=spec.channel,
+                                              conversation_id=spec.conversation_id)
+    spec.cache_shared_salt = cache_scope.tenant_salt(spec.tenant_id)
+    spec.cache_shared_tokens = cache_scope.shared_prefix_tokens(
+        get_tokenizer(), prompt.token_ids, system_prompt=system_prompt, encode=_encode)
     spec.system_prompt, spec.prompt_messages = "", []  # the ids replace them for every later tier
     tier, task = ("colocated", broker.COLOCATED) if spec.colocated else ("prefill", broker.PREFILL)
     queue = broker.queue_name(tier, spec.prefill_pool)

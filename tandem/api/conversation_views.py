@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import datetime as dt
 
+import redis
 from asgiref.sync import sync_to_async
 from django.http import JsonResponse
 from drf_spectacular.utils import extend_schema
 
+from inference.wire.connections import get_redis
 from knowledge.selectors import citations_for
 from tandem.chat import services
 from tandem.chat.models import Conversation, Message
 from tandem.chat.sampling import sampling_for_tandem
+from tenants import quotas
 from tenants.selectors import usage_daily
 
 from . import serializers as s
@@ -140,7 +143,18 @@ class UsageView(AsyncAPIView):
         if (end - start).days > 366:
             raise ApiError(400, "The range may span at most 366 days.", code="invalid_value", param="from")
         days = await sync_to_async(usage_daily)(tenant=api_key.tenant, start=start, end=end)
-        return JsonResponse({"object": "list", "data": days})
+        return JsonResponse({"object": "list", "data": days,
+                             "refused_today": await sync_to_async(_refused_today)(api_key.tenant)})
+
+
+def _refused_today(tenant) -> dict[str, int]:
+    """What admission refused today and why (a widget flood shows here); {} when Redis
+    cannot be read."""
+    try:
+        return quotas.usage_snapshot(get_redis(), tenant_id=tenant.pk,
+                                     limits=quotas.QuotaLimits.from_quota(tenant.quota))["refused_today"]
+    except redis.RedisError:
+        return {}
 
 
 def _date_param(request, name: str, default: dt.date) -> dt.date:

@@ -214,6 +214,9 @@ class MessageListSerializer(serializers.Serializer):
 class UsageListSerializer(serializers.Serializer):
     object = serializers.CharField()
     data = UsageDaySerializer(many=True)
+    refused_today = serializers.DictField(
+        child=serializers.IntegerField(), required=False,
+        help_text="Requests admission refused today (UTC), by reason, e.g. visitor_requests_per_minute.")
 
 
 class ListQuerySerializer(serializers.Serializer):

@@ -1,9 +1,22 @@
+from django.conf import settings
+from django.contrib.admin.views.decorators import staff_member_required
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from . import conversation_views as conv
 from . import knowledge_views as kv
 from . import openai_views as oai
+
+
+def docs_view(view):
+    """The API docs: open when TANDEM_API_DOCS_PUBLIC (development), else staff only
+    (read at each request, so a test or a deployment's setting applies)."""
+    guarded = staff_member_required(view)
+
+    def docs(request, *args, **kwargs):
+        return (view if settings.TANDEM_API_DOCS_PUBLIC else guarded)(request, *args, **kwargs)
+    return docs
+
 
 urlpatterns = [
     path("v1/chat/completions", oai.ChatCompletionsView.as_view()),
@@ -16,6 +29,6 @@ urlpatterns = [
     path("api/v1/knowledge/articles/import/", kv.ArticleImportView.as_view()),
     path("api/v1/knowledge/articles/<str:article_id>/", kv.ArticleDetailView.as_view()),
     path("api/v1/knowledge/settings/", kv.KnowledgeSettingsView.as_view()),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/schema/", docs_view(SpectacularAPIView.as_view()), name="schema"),
+    path("api/docs/", docs_view(SpectacularSwaggerView.as_view(url_name="schema")), name="api-docs"),
 ]

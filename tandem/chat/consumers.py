@@ -20,7 +20,6 @@ from django.conf import settings
 
 from inference.text.validation import InvalidInput
 from inference.wire import streams
-from inference.wire.connections import get_async_redis
 from tenants import changes
 from tenants.models import ApiKey
 from tenants.services import (
@@ -30,11 +29,18 @@ from tenants.services import (
     origin_allowed,
 )
 
-from . import ownership, selectors, services
+from ..net import scope_client_ip
+from . import ownership, selectors, services, sockets
 from .live import WidgetLive
 from .models import Conversation
 from .replies import EXPIRED, ReplyFollower
-from .visitors import IdentityRefused, visitor_establish, visitor_recheck
+from .visitors import (
+    IdentityRefused,
+    visitor_establish,
+    visitor_recheck,
+    visitor_token_issue,
+    visitor_token_read,
+)
 
 log = logging.getLogger(__name__)
 MAX_FRAME_BYTES = 64 * 1024
@@ -49,7 +55,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         self.api_key = None
         self.followers: dict[str, asyncio.Task] = {}
-        self.redis = get_async_redis()
+        self.counted = self.idle_task = None
+        self.frames = sockets.FrameBucket()
+        self.last_frame_at = time.monotonic()
+        self.redis = sockets.shared_async_redis()
+        self.client_ip = scope_client_ip(self.scope)
         self.live = WidgetLive(self)  # a hand-over to a person: tandem.chat.live
         query = parse_qs(self.scope.get("query_string", b"").decode())
         headers = dict(self.scope.get("headers", []))
@@ -74,16 +84,32 @@ class ChatConsumer(AsyncWebsocketConsumer):
         def arg(name: str) -> str:
             return (query.get(name) or [""])[0]
 
+        # The visitor id is the server's, signed: a token that does not verify gets a new
+        # one, which the page keeps (frame "visitor").
+        visitor_id = visitor_token_read(tenant=api_key.tenant, token=arg("visitor"))
+        issued = None
+        if visitor_id is None:
+            visitor_id, issued = visitor_token_issue(tenant=api_key.tenant)
         try:
             self.visitor = visitor_establish(
-                tenant=api_key.tenant, visitor_id=arg("visitor"), user_id=arg("user"),
+                tenant=api_key.tenant, visitor_id=visitor_id, user_id=arg("user"),
                 user_hash=arg("user_hash"), name=arg("user_name"), email=arg("user_email"))
         except IdentityRefused as exc:
             await self._error(exc.code, str(exc))
             await self.close(code=CLOSE_UNAUTHORIZED)
             return
+        if issued:
+            await self._send({"type": "visitor", "token": issued})
+        over = sockets.sockets.open(key_id=api_key.pk, ip=self.client_ip)
+        if over:
+            await self._error("too_many_connections",
+                              f"Too many open chat connections for this {'key' if over == 'key' else 'address'}.")
+            await self.close(code=sockets.CLOSE_TOO_MANY)
+            return
+        self.counted = (api_key.pk, self.client_ip)
         self.api_key = api_key
         self.key_version, self.key_read_at = version, time.monotonic()
+        self.idle_task = asyncio.create_task(sockets.close_when_idle(self))
 
     async def disconnect(self, code):
         # A disconnect does not cancel: the client may come back and resume. Requests
@@ -91,10 +117,21 @@ class ChatConsumer(AsyncWebsocketConsumer):
         for task in self.followers.values():
             task.cancel()
         self.live.stop()
-        await self.redis.aclose()
+        if self.idle_task is not None:
+            self.idle_task.cancel()
+        if self.counted is not None:
+            key_id, ip = self.counted
+            sockets.sockets.close(key_id=key_id, ip=ip)
+            self.counted = None
+        # The Redis client is the process's shared one: not closed here.
 
     async def receive(self, text_data=None, bytes_data=None):
         if self.api_key is None:
+            return
+        self.last_frame_at = time.monotonic()
+        wait = self.frames.take()
+        if wait is not None:  # no work for a frame over the socket's rate
+            await self._error("rate_limited", "Too many frames on this connection.", retry_after=round(wait, 3))
             return
         if text_data is None or len(text_data) > MAX_FRAME_BYTES:
             await self._error("invalid_frame", f"Frames must be JSON text under {MAX_FRAME_BYTES} bytes.")
@@ -143,6 +180,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 api_key=self.api_key, messages=[("user", frame.get("text"))],
                 conversation_id=conversation, channel=Conversation.Channel.WIDGET,
                 visitor=self.visitor, key_version=self.key_version, refresh_key=refresh,
+                client_ip=self.client_ip,
             )
         except (AuthenticationFailed, IdentityRefused) as exc:
             # Revoked, its tenant deactivated, or the visitor's identity no longer verifies
@@ -271,9 +309,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
             # A resume of the same reply may have replaced this task already: leave its entry.
             if self.followers.get(request_id) is asyncio.current_task():
                 del self.followers[request_id]
+            self.last_frame_at = time.monotonic()  # the idle timeout counts from the reply's end
 
     async def _send(self, payload: dict):
         await self.send(text_data=json.dumps(payload))
+
+    async def send_error(self, code: str, text: str) -> None:
+        await self._error(code, text)
 
     async def _error(self, code: str, text: str, **extra):
         """A connection- or frame-level error: `message` is the text. (Errors of one
@@ -289,7 +331,10 @@ def _frame(request_id: str, rec: dict) -> dict:
     if kind == "token":
         return {"type": "token", "message": request_id, "index": rec["index"], "text": rec["text"]}
     if kind == "end":
-        return {"type": "end", "message": request_id, "finish_reason": rec["finish_reason"], "usage": rec["usage"],
+        # No prompt_tokens_details: a widget never learns what the prefix cache held
+        # (it would tell whether another prompt shared a prefix; docs/security.md).
+        usage = {k: v for k, v in (rec["usage"] or {}).items() if k != "prompt_tokens_details"}
+        return {"type": "end", "message": request_id, "finish_reason": rec["finish_reason"], "usage": usage,
                 "sources": rec.get("sources", [])}
     if kind == "error":
         return {"type": "error", "code": rec["code"], "message": request_id, "detail": rec["message"]}

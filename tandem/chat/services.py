@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
 
 from inference.pipeline import submit as pipeline
@@ -24,6 +25,7 @@ from tenants.models import ApiKey, Tenant
 from tenants.services import api_key_refresh
 
 from . import ownership
+from .limits import refusal_text, widget_subjects
 from .models import Conversation, Message
 from .sampling import sampling_for_tandem
 from .visitors import Visitor, visitor_recheck
@@ -51,7 +53,7 @@ def _refusal_text(adm: quotas.Admission) -> str:
         "prompt_too_long": "The message is longer than this tenant's maximum prompt.",
         "max_tokens_too_large": "max_tokens is above this tenant's maximum output tokens.",
     }
-    text = texts.get(adm.reason or "", "The request was refused by the tenant's quota.")
+    text = texts.get(adm.reason or "") or refusal_text(adm.reason)
     if adm.retry_after_s is not None and adm.reason not in quotas.SIZE_REASONS:
         text += f" Retry after {adm.retry_after_s:.1f} s."
     return text
@@ -106,16 +108,35 @@ def route_is_served(route: Route) -> bool:
     return served_by(route, live_workers(get_redis()))
 
 
-def prompt_history(conversation: Conversation) -> list[dict]:
+def prompt_history(conversation: Conversation, *, max_prompt_tokens: int) -> list[dict]:
     """The conversation's messages a new prompt is built from, oldest first, as
     {"role", "content"}: replies that failed or were cancelled are left out, and so are
-    messages with no text (a reply still being written)."""
+    messages with no text (a reply still being written).
+
+    Bounded, so that one request's cost does not grow with the conversation: only the
+    newest `TANDEM_HISTORY_MAX_MESSAGES` rows are read, and of those only the newest that
+    fit `TANDEM_HISTORY_CHARS_PER_TOKEN` characters per prompt token (no prompt of
+    `max_prompt_tokens` could hold more; the CPU tier trims the rest by tokens)."""
     rows = conversation.messages.exclude(content="").exclude(role=Message.Role.NOTE).exclude(
         role=Message.Role.ASSISTANT, status__in=[Message.Status.FAILED, Message.Status.CANCELLED]
-    ).order_by("created_at").values_list("role", "content")
-    # An agent's replies are the support side of the conversation, as the assistant's are.
-    return [{"role": Message.Role.ASSISTANT if role == Message.Role.AGENT else role, "content": content}
-            for role, content in rows]
+    ).order_by("-created_at").values_list("role", "content")[: settings.TANDEM_HISTORY_MAX_MESSAGES]
+    room = max_prompt_tokens * settings.TANDEM_HISTORY_CHARS_PER_TOKEN
+    kept: list[dict] = []
+    for role, content in rows:
+        room -= len(content)
+        if room < 0:
+            break
+        # An agent's replies are the support side of the conversation, as the assistant's are.
+        kept.append({"role": Message.Role.ASSISTANT if role == Message.Role.AGENT else role, "content": content})
+    return kept[::-1]
+
+
+def conversation_check_length(conversation: Conversation, adding: int) -> None:
+    """A conversation holds at most TANDEM_CONVERSATION_MAX_MESSAGES messages."""
+    limit = settings.TANDEM_CONVERSATION_MAX_MESSAGES
+    if conversation.messages.count() + adding > limit:
+        raise InvalidInput(f"This conversation has reached its limit of {limit} messages; start a new one.",
+                           param="conversation", code="conversation_too_long")
 
 
 def chat_submit(
@@ -129,6 +150,7 @@ def chat_submit(
     key_version: int | None = None,
     refresh_key: bool = False,
     visitor: Visitor | None = None,
+    client_ip: str = "",
 ) -> Submission:
     """Append `messages` (the last one from the user) to a conversation, create the
     queued assistant message and enqueue the request. Raises InvalidInput, NotFound,
@@ -136,7 +158,8 @@ def chat_submit(
     IdentityRefused (the widget `visitor`'s identity no longer verifies).
 
     A widget socket passes its `visitor`: their identity is checked again against the
-    tenant as read here, the conversation must be theirs, and a new one is theirs.
+    tenant as read here, the conversation must be theirs, and a new one is theirs. The
+    visitor and their `client_ip` have limits of their own, admitted with the tenant's.
 
     A caller that holds its key between requests (a websocket) passes the
     `tenants.changes` version it read the key and tenant at: the admission checks it in
@@ -154,9 +177,16 @@ def chat_submit(
         visitor = visitor_recheck(tenant=api_key.tenant, visitor=visitor)
     conversation = (conversation_get(tenant=api_key.tenant, conversation_id=conversation_id, visitor=visitor)
                     if conversation_id else None)
-    if conversation is not None:  # a person owns it: stored for them, no model call (HeldForPerson)
+    if conversation is not None and conversation.channel != channel:
+        # A conversation continues on the channel that made it (the widget never writes to
+        # a REST conversation, nor REST to a visitor's): answered like a missing one.
+        raise NotFound("conversation")
+    if conversation:
+        conversation_check_length(conversation, adding=len(cleaned) + 1)
+        # A person owns it: stored for them, no model call (HeldForPerson).
         ownership.hold_if_with_person(conversation=conversation, text=cleaned[-1][1])
-    history = prompt_history(conversation) if conversation else []
+    history = (prompt_history(conversation, max_prompt_tokens=api_key.tenant.quota.max_prompt_tokens)
+               if conversation else [])
     request_id = uuid.uuid4()
     conversation_id = conversation.pk if conversation else uuid.uuid4()
     # Admission before anything is stored: a refused request leaves no trace, and an
@@ -188,6 +218,7 @@ def chat_submit(
             max_output_tokens=spec.sampling.max_tokens,
             if_current=(changes.KEY, key_version) if checked else None,
             store=pipeline.request_keys(spec),
+            subjects=widget_subjects(visitor=visitor, client_ip=client_ip) if visitor is not None else (),
         )
         if admission.reason != "stale":
             break

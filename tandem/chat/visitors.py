@@ -1,6 +1,8 @@
 """Who is on the other end of a widget socket, and which conversations are theirs.
 
-A visitor is the browser's random id. A site may also say which of its users the
+A visitor is an id the server issued and signed (`visitor_token_issue`); the browser
+keeps the token and sends it back, and a token that does not verify gets a new id, so a
+client can neither pick another visitor's id nor invent ids of its own. A site may also say which of its users the
 visitor is (`Tandem.identify({id, hash})`). With the tenant's identity verification on,
 that claim needs hash = HMAC-SHA256(identity secret, user id): it is checked when the
 socket connects and again for every message, against the tenant as it is then (a new
@@ -14,8 +16,10 @@ messages without it, nothing here is stored for a claim that does not verify."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
+from django.core import signing
 from django.db.models import QuerySet
 
 from tenants.models import Tenant
@@ -42,16 +46,49 @@ class Visitor:
     verified: bool = False
 
     def owns(self, conversations: QuerySet) -> QuerySet:
-        """`conversations` (a Conversation or Message queryset) narrowed to this visitor's."""
+        """`conversations` (a Conversation or Message queryset) narrowed to this visitor's:
+        widget conversations only (never one made through the REST API), and never any for
+        a visitor with no id."""
         prefix = "conversation__" if conversations.model._meta.model_name == "message" else ""
+        conversations = conversations.filter(**{f"{prefix}channel": "widget"})
         if self.verified:
             return conversations.filter(**{f"{prefix}user_verified": True, f"{prefix}user_id": self.user_id})
+        if not self.visitor_id:
+            return conversations.none()
         return conversations.filter(**{f"{prefix}user_verified": False, f"{prefix}visitor_id": self.visitor_id})
+
+    @property
+    def subject(self) -> str:
+        """Who the per-visitor limits count: the verified user, or the visitor id."""
+        return f"user:{self.user_id}" if self.verified else f"visitor:{self.visitor_id}"
 
     def conversation_fields(self) -> dict:
         """What a new conversation of this visitor records about them."""
         return {"visitor_id": self.visitor_id, "user_id": self.user_id, "user_verified": self.verified,
                 "user_name": self.name, "user_email": self.email}
+
+
+def _signer(tenant: Tenant) -> signing.Signer:
+    return signing.Signer(salt=f"tandem.chat.visitor:{tenant.pk}")
+
+
+def visitor_token_issue(*, tenant: Tenant) -> tuple[str, str]:
+    """A new visitor id and the signed token the browser keeps for it."""
+    visitor_id = uuid.uuid4().hex
+    return visitor_id, visitor_token_for(tenant=tenant, visitor_id=visitor_id)
+
+
+def visitor_token_for(*, tenant: Tenant, visitor_id: str) -> str:
+    """The signed token of an existing visitor id (tests, and ids issued before signing)."""
+    return _signer(tenant).sign(visitor_id)
+
+
+def visitor_token_read(*, tenant: Tenant, token: str) -> str | None:
+    """The visitor id a token was issued for by this tenant's widget, or None."""
+    try:
+        return _signer(tenant).unsign(token or "") or None
+    except signing.BadSignature:
+        return None
 
 
 def visitor_establish(*, tenant: Tenant, visitor_id: str = "", user_id: str = "", user_hash: str = "",

@@ -21,7 +21,14 @@ from .limiter import (
     touch,
     usage_snapshot,
 )
-from .limits import RATE_REASONS, SIZE_REASONS, Admission, QuotaLimits, format_duration
+from .limits import (
+    RATE_REASONS,
+    SIZE_REASONS,
+    Admission,
+    QuotaLimits,
+    SubjectLimits,
+    format_duration,
+)
 
 __all__ = [
     "DEFAULT_STREAM_LEASE_S",
@@ -29,6 +36,7 @@ __all__ = [
     "SIZE_REASONS",
     "Admission",
     "QuotaLimits",
+    "SubjectLimits",
     "admit",
     "format_duration",
     "quota_key",

@@ -6,8 +6,9 @@ workers and tests can all call it with what they have."""
 
 from __future__ import annotations
 
+import hashlib
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -15,7 +16,7 @@ import redis
 from redis.commands.core import Script
 
 from . import scripts
-from .limits import Admission, QuotaLimits
+from .limits import Admission, QuotaLimits, SubjectLimits
 
 # How long a concurrency slot outlives its admission when nobody reconciles or releases
 # it (a crashed worker). Long enough for a slow generation under load; a worker streaming
@@ -30,8 +31,15 @@ _registered: weakref.WeakKeyDictionary[Any, dict[str, Script]] = weakref.WeakKey
 
 
 def quota_key(tenant_id: int | str, name: str) -> str:
-    """`tandem:quota:<tenant id>:<name>` (rpm, tpm, tpm:tok, streams, res, daily)."""
+    """`tandem:quota:<tenant id>:<name>` (rpm, tpm, tpm:tok, streams, res, daily, refused;
+    `<subject>:<hash>:<rpm|tpm|tpm:tok|streams>` for a visitor's or an IP's own)."""
     return f"{KEY_PREFIX}:{tenant_id}:{name}"
+
+
+def subject_keys(tenant_id: int | str, subject: SubjectLimits) -> list[str]:
+    # Hashed: a visitor id or an address is not written into key names as sent.
+    digest = hashlib.sha256(subject.identity.encode()).hexdigest()[:24]
+    return [quota_key(tenant_id, f"{subject.name}:{digest}:{n}") for n in ("rpm", "tpm", "tpm:tok", "streams")]
 
 
 def admit(
@@ -46,6 +54,7 @@ def admit(
     stream_lease_s: float = DEFAULT_STREAM_LEASE_S,
     if_current: tuple[str, int] | None = None,
     store: Mapping[str, tuple[str, float]] | None = None,
+    subjects: Sequence[SubjectLimits] = (),
 ) -> Admission:
     """Admit one request or refuse it, atomically across every process.
 
@@ -65,7 +74,12 @@ def admit(
     the limits again; `current` is the counter's value). `store`: keys to SET with their
     (value, TTL in seconds) in the same atomic step when the request is admitted: the
     request's own state lands with its admission, in one round trip, and a refused
-    request leaves none."""
+    request leaves none.
+
+    `subjects`: a widget key's visitor and client IP, each with limits of its own
+    (requests and tokens per minute, concurrent streams), checked and counted in the same
+    step. Every refusal is counted per reason and UTC day (`usage_snapshot`'s
+    "refused_today")."""
     if prompt_tokens < 0 or max_output_tokens < 0:
         raise ValueError("token counts cannot be negative")
     condition_key, expected = if_current if if_current is not None else (quota_key(tenant_id, "no-condition"), "")
@@ -73,11 +87,14 @@ def admit(
     reply = _run(
         client, "admit",
         [*(quota_key(tenant_id, n) for n in ("rpm", "tpm", "tpm:tok", "streams", "res", "daily")),
-         condition_key, *(k for k, _ in stored)],
+         condition_key, quota_key(tenant_id, "refused"),
+         *(k for subject in subjects for k in subject_keys(tenant_id, subject)), *(k for k, _ in stored)],
         [_ms(now), str(request_id), int(prompt_tokens), int(max_output_tokens),
          limits.requests_per_minute, limits.tokens_per_minute, limits.max_concurrent_streams,
          limits.daily_token_budget, limits.max_prompt_tokens, limits.max_output_tokens,
-         max(1, round(stream_lease_s * 1000)), str(expected),
+         max(1, round(stream_lease_s * 1000)), str(expected), len(subjects),
+         *(x for subject in subjects for x in (subject.name, subject.requests_per_minute,
+                                               subject.tokens_per_minute, subject.max_concurrent_streams)),
          *(x for _, (value, ttl_s) in stored for x in (value, max(1, round(ttl_s * 1000))))],
     )
     allowed, reason, retry_ms, rpm_used, rpm_reset, tpm_used, tpm_reset, streams, daily, _, current = reply
@@ -155,11 +172,12 @@ def usage_snapshot(
     client: redis.Redis, *, tenant_id: int | str, limits: QuotaLimits, now: float | None = None
 ) -> dict[str, Any]:
     """What the tenant uses now against its limits, for the console. Reads only."""
-    rpm, rpm_reset, tpm, tpm_reset, streams, daily, now_ms = _run(
+    rpm, rpm_reset, tpm, tpm_reset, streams, daily, now_ms, refused = _run(
         client, "snapshot",
-        [quota_key(tenant_id, n) for n in ("rpm", "tpm", "tpm:tok", "streams", "daily")],
+        [quota_key(tenant_id, n) for n in ("rpm", "tpm", "tpm:tok", "streams", "daily", "refused")],
         [_ms(now)],
     )
+    refused = {(k.decode() if isinstance(k, bytes) else k): int(v) for k, v in zip(refused[::2], refused[1::2], strict=True)}
     midnight_ms = (now_ms // scripts.DAY_MS + 1) * scripts.DAY_MS
     return {
         "requests_per_minute": _gauge(rpm, limits.requests_per_minute, reset_s=rpm_reset / 1000),
@@ -167,6 +185,9 @@ def usage_snapshot(
         "concurrent_streams": _gauge(streams, limits.max_concurrent_streams),
         "daily_tokens": _gauge(daily, limits.daily_token_budget,
                                reset_s=(midnight_ms - now_ms) / 1000),
+        # What admission refused today (UTC), by reason: e.g. a widget visitor's flood.
+        "refused_today": ({k: v for k, v in refused.items() if k != "day"}
+                          if refused.get("day") == now_ms // scripts.DAY_MS else {}),
         "at": now_ms / 1000,
     }
 

@@ -12,9 +12,25 @@ from typing import Any
 # waiting will never help); the others are rate limits (answer 429 with Retry-After).
 # "stale" is not a refusal to pass on: the caller's limits are out of date (see admit).
 SIZE_REASONS = frozenset({"prompt_too_long", "max_tokens_too_large"})
+SUBJECT_LIMITS = ("requests_per_minute", "tokens_per_minute", "concurrent_streams")
+SUBJECTS = ("visitor", "ip")  # a widget key's visitors and client IPs (SubjectLimits)
 RATE_REASONS = frozenset(
-    {"requests_per_minute", "tokens_per_minute", "concurrent_streams", "daily_token_budget"}
+    {"requests_per_minute", "tokens_per_minute", "concurrent_streams", "daily_token_budget",
+     *(f"{subject}_{limit}" for subject in SUBJECTS for limit in SUBJECT_LIMITS)}
 )
+
+
+@dataclass(frozen=True)
+class SubjectLimits:
+    """Limits for one caller within a tenant: one visitor, or one client IP, of a public
+    widget key. Checked with the tenant's in the same atomic admission; refused as
+    `<name>_<limit>` (e.g. "visitor_requests_per_minute")."""
+
+    name: str  # one of SUBJECTS
+    identity: str  # the visitor id or the IP (hashed into the key)
+    requests_per_minute: int
+    tokens_per_minute: int
+    max_concurrent_streams: int
 
 
 @dataclass(frozen=True)

@@ -60,11 +60,18 @@ local function daily_used(dkey, day)
 end
 """
 
-# KEYS: rpm, tpm, tpm:tok, streams, res, daily, condition key, then keys to store
+# KEYS: rpm, tpm, tpm:tok, streams, res, daily, condition key, refused, then 4 keys per
+#       subject (its rpm, tpm, tpm:tok, streams), then keys to store
 # ARGV: now, request id, prompt tokens, max output tokens, rpm limit, tpm limit,
 #       stream limit, daily budget, max prompt tokens, max output tokens, lease ms,
-#       the condition key's expected value ('' for none), then a value and a TTL (ms)
+#       the condition key's expected value ('' for none), the number of subjects, then
+#       per subject its name, rpm, tpm and stream limits, then a value and a TTL (ms)
 #       for each key to store
+# A subject is one visitor or one client IP of a widget key: its own sliding logs and
+# streams, checked with the tenant's in this one step (`<name>_<limit>` when refused).
+# A subject's stream slot frees when the tenant's reservation for the request closes
+# (reconcile/release need not know the subject) or its lease lapses.
+# refused: hash day -> UTC day number, <reason> -> refusals today (the usage data).
 # Reply: allowed, reason, retry ms, rpm used, rpm reset ms, tpm used, tpm reset ms,
 #        streams in flight, daily used, now ms (all after this admission), the
 #        condition key's value
@@ -96,12 +103,24 @@ local function reply(allowed, reason, retry)
           redis.call('ZCARD', KEYS[4]), daily_used(KEYS[6], day), now, current}
 end
 
+local n_subjects = tonumber(ARGV[13]) or 0
+local first_store_key, first_store_arg = 9 + 4 * n_subjects, 14 + 4 * n_subjects
+
 -- The caller's state that goes with the admission (a request's spec), stored with it.
 local function store()
-  for i = 8, #KEYS do
-    local j = 13 + (i - 8) * 2
+  for i = first_store_key, #KEYS do
+    local j = first_store_arg + (i - first_store_key) * 2
     redis.call('SET', KEYS[i], ARGV[j], 'PX', ARGV[j + 1])
   end
+end
+
+-- What was refused, and why, counted per UTC day for the tenant's usage data.
+local function refused(reason)
+  if tonumber(redis.call('HGET', KEYS[8], 'day')) ~= day then
+    redis.call('DEL', KEYS[8]); redis.call('HSET', KEYS[8], 'day', day)
+  end
+  redis.call('HINCRBY', KEYS[8], reason, 1)
+  redis.call('PEXPIRE', KEYS[8], (day + 1) * DAY - now + 3600000)
 end
 
 -- The caller's limits were read at a version of the condition key that is no longer
@@ -112,8 +131,8 @@ if ARGV[12] ~= '' and tonumber(ARGV[12]) ~= current then return reply(0, 'stale'
 if redis.call('HEXISTS', KEYS[5], id) == 1 then store(); return reply(1, '', -1) end
 
 -- The request itself: no amount of waiting helps.
-if prompt > max_prompt then return reply(0, 'prompt_too_long', -1) end
-if max_out > max_output then return reply(0, 'max_tokens_too_large', -1) end
+if prompt > max_prompt then refused('prompt_too_long'); return reply(0, 'prompt_too_long', -1) end
+if max_out > max_output then refused('max_tokens_too_large'); return reply(0, 'max_tokens_too_large', -1) end
 
 -- Every rate limit is checked; the reason reported is the one that keeps the request
 -- out longest, and the retry time is that wait (-1, never, beats everything).
@@ -160,10 +179,58 @@ if daily_used(KEYS[6], day) + reserve > day_limit then
   end
 end
 
-if reason then return reply(0, reason, retry) end
+-- Each subject (a widget visitor, a client IP): its own requests and tokens per minute
+-- and streams, so one of them cannot spend what the tenant's other visitors need.
+for s = 0, n_subjects - 1 do
+  local k, a = 9 + 4 * s, 14 + 4 * s
+  local name = ARGV[a]
+  local s_rpm, s_tpm, s_streams = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  forget(KEYS[k], nil, since)
+  forget(KEYS[k + 1], KEYS[k + 2], since)
+  forget(KEYS[k + 3], nil, now)
+  for _, open in ipairs(redis.call('ZRANGE', KEYS[k + 3], 0, -1)) do
+    if redis.call('HEXISTS', KEYS[5], open) == 0 then redis.call('ZREM', KEYS[k + 3], open) end
+  end
+  local used = redis.call('ZCARD', KEYS[k])
+  if used + 1 > s_rpm then
+    if s_rpm < 1 then block(name .. '_requests_per_minute', -1) else
+      local e = redis.call('ZRANGE', KEYS[k], used - s_rpm, used - s_rpm, 'WITHSCORES')
+      block(name .. '_requests_per_minute', tonumber(e[2]) + WINDOW - now)
+    end
+  end
+  local s_tok, s_used = {}, 0
+  local t = redis.call('HGETALL', KEYS[k + 2])
+  for i = 1, #t, 2 do s_tok[t[i]] = tonumber(t[i + 1]); s_used = s_used + s_tok[t[i]] end
+  if s_used + reserve > s_tpm then
+    if reserve > s_tpm then block(name .. '_tokens_per_minute', -1) else
+      local entries = redis.call('ZRANGE', KEYS[k + 1], 0, -1, 'WITHSCORES')
+      local left = s_used
+      for i = 1, #entries, 2 do
+        left = left - (s_tok[entries[i]] or 0)
+        if left + reserve <= s_tpm then
+          block(name .. '_tokens_per_minute', tonumber(entries[i + 1]) + WINDOW - now); break
+        end
+      end
+    end
+  end
+  if redis.call('ZCARD', KEYS[k + 3]) >= s_streams then
+    if s_streams < 1 then block(name .. '_concurrent_streams', -1) else block(name .. '_concurrent_streams', 1000) end
+  end
+end
+
+if reason then refused(reason); return reply(0, reason, retry) end
 
 -- Admitted: record everything, in this same script.
 store()
+for s = 0, n_subjects - 1 do
+  local k = 9 + 4 * s
+  redis.call('ZADD', KEYS[k], now, id)
+  redis.call('ZADD', KEYS[k + 1], now, id)
+  redis.call('HSET', KEYS[k + 2], id, reserve)
+  redis.call('ZADD', KEYS[k + 3], now + lease, id)
+  for i = 0, 2 do redis.call('PEXPIRE', KEYS[k + i], WINDOW) end
+  extend(KEYS[k + 3], lease)
+end
 redis.call('ZADD', KEYS[1], now, id)
 redis.call('ZADD', KEYS[2], now, id)
 redis.call('HSET', KEYS[3], id, reserve)
@@ -219,8 +286,9 @@ return 1
 """
 
 # Read-only: what is in use now.
-# KEYS: rpm, tpm, tpm:tok, streams, daily
-# Reply: rpm used, rpm reset ms, tpm used, tpm reset ms, streams in flight, daily used, now
+# KEYS: rpm, tpm, tpm:tok, streams, daily, refused
+# Reply: rpm used, rpm reset ms, tpm used, tpm reset ms, streams in flight, daily used, now,
+#        the refused hash (flat)
 SNAPSHOT = _PRELUDE + """
 local since = now - WINDOW
 local function window_reset(zkey)
@@ -235,5 +303,5 @@ end
 return {redis.call('ZCOUNT', KEYS[1], '(' .. since, '+inf'), window_reset(KEYS[1]),
         tpm_used, window_reset(KEYS[2]),
         redis.call('ZCOUNT', KEYS[4], '(' .. now, '+inf'),
-        daily_used(KEYS[5], math.floor(now / DAY)), now}
+        daily_used(KEYS[5], math.floor(now / DAY)), now, redis.call('HGETALL', KEYS[6])}
 """

@@ -14,6 +14,7 @@ from inference.text.prompting import build_prompt
 from inference.wire import streams
 from inference.wire.spec import load
 from tandem.chat.models import Conversation, Message
+from tandem.chat.visitors import visitor_token_for
 from tenants.models import ComputePool, Tenant, UsageRecord
 from tenants.services import api_key_revoke
 from tests.factories import make_tenant
@@ -149,7 +150,7 @@ def test_cancel_mid_stream_stops_tokens_and_frees_the_decode_slot(platform):
     assert Message.objects.get(pk=ids[0]).status == "cancelled"
     assert Message.objects.get(pk=ids[0]).completion_tokens < 400
     # the other long reply is still running: cancel it so it does not hold the slot
-    with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+    with chat_socket(platform, tenant.widget_key.plaintext, visitor=chat.visitor_token) as chat:
         chat.send({"type": "cancel", "message": ids[1]})
         chat.send({"type": "resume", "message": ids[1], "after": 10_000})
         chat.recv_until(lambda f: f["type"] == "end" and f["message"] == ids[1])
@@ -163,7 +164,7 @@ def test_reconnect_and_resume_delivers_every_later_token_exactly_once(platform):
         first = chat.recv_until(lambda f: f["type"] == "token" and f["index"] == 3)
     seen = tokens_of(first, message_id)
     k = seen[-1]["index"]
-    with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+    with chat_socket(platform, tenant.widget_key.plaintext, visitor=chat.visitor_token) as chat:
         chat.send({"type": "resume", "message": message_id, "after": k})
         rest = chat.recv_until(lambda f: f["type"] == "end")
     later = tokens_of(rest, message_id)
@@ -257,11 +258,12 @@ def test_a_reply_that_goes_silent_after_its_first_tokens_ends_in_a_timeout_error
     # The worker generating it died after token 0: nothing more comes. The platform's
     # TANDEM_STALL_TIMEOUT_S is 20 s.
     tenant = make_tenant()
-    conversation = Conversation.objects.create(tenant=tenant.tenant, channel="widget")
+    conversation = Conversation.objects.create(tenant=tenant.tenant, channel="widget", visitor_id="v-silent")
     reply = Message.objects.create(conversation=conversation, role="assistant", status="decoding")
     r = redis_lib.Redis.from_url(platform.env["REDIS_URL"])
     streams.publish(r, str(reply.pk), [streams.token_record(0, "Hello", 1)])
-    with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+    token = visitor_token_for(tenant=tenant.tenant, visitor_id="v-silent")
+    with chat_socket(platform, tenant.widget_key.plaintext, visitor=token) as chat:
         chat.send({"type": "resume", "message": str(reply.pk), "after": -1})
         frames = chat.recv_until(lambda f: f["type"] in ("end", "error"), timeout=60)
     assert [f["type"] for f in frames] == ["token", "error"]
@@ -273,10 +275,11 @@ def test_a_reply_that_goes_silent_after_its_first_tokens_ends_in_a_timeout_error
 
 def test_resuming_a_reply_whose_stream_expired_is_answered_at_once(platform):
     tenant = make_tenant()
-    conversation = Conversation.objects.create(tenant=tenant.tenant, channel="widget")
+    conversation = Conversation.objects.create(tenant=tenant.tenant, channel="widget", visitor_id="v-old")
     reply = Message.objects.create(conversation=conversation, role="assistant", status="done",
                                    content="Long answered.")
-    with chat_socket(platform, tenant.widget_key.plaintext) as chat:
+    token = visitor_token_for(tenant=tenant.tenant, visitor_id="v-old")
+    with chat_socket(platform, tenant.widget_key.plaintext, visitor=token) as chat:
         chat.send({"type": "resume", "message": str(reply.pk), "after": 3})
         frame = chat.recv(timeout=5)  # well under the platform's 8 s queue timeout
         assert frame == {"type": "error", "code": "stream_expired", "message": str(reply.pk),

@@ -150,14 +150,21 @@ def _seed_conversation(tenant, visitor: str, reply: str) -> Conversation:
     return conv
 
 
-def seed_storage(context, key: str, visitor: str, conversation) -> None:
-    """The widget's localStorage (docs/widget.md) as a visitor who chatted before has it."""
+def seed_storage(context, key: str, visitor: str, conversation) -> str:
+    """The widget's localStorage (docs/widget.md) as a visitor who chatted before has it:
+    the server's signed token for `visitor` (returned)."""
     import json
 
+    from tandem.chat.visitors import visitor_token_for
+    from tenants import keys
+    from tenants.models import ApiKey
+
+    visitor = visitor_token_for(tenant=ApiKey.objects.get(key_hash=keys.hash_key(key)).tenant, visitor_id=visitor)
     state = {"v": 1, "visitor": visitor, "conversations": {"anon": str(conversation.pk)}, "rev": 1}
     context.add_init_script(f"""if (!sessionStorage.getItem("seeded")) {{
         sessionStorage.setItem("seeded", "1");
         localStorage.setItem({json.dumps("tandem:" + key[:16])}, {json.dumps(json.dumps(state))}); }}""")
+    return visitor
 
 
 def test_new_conversation_and_reset_start_over(platform, context, host_site):
@@ -166,7 +173,7 @@ def test_new_conversation_and_reset_start_over(platform, context, host_site):
     tenant = make_tenant(origins=[host_site.origin])
     conv = _seed_conversation(tenant.tenant, "visitor-seeded", "We open at nine.")
     key = tenant.widget_key.plaintext
-    seed_storage(context, key, "visitor-seeded", conv)
+    token = seed_storage(context, key, "visitor-seeded", conv)
     page = context.new_page()
     page.goto(host_site.page("/start-over", embed_page(platform, key)))
     page.get_by_role("button", name="Open chat").click()
@@ -180,9 +187,9 @@ def test_new_conversation_and_reset_start_over(platform, context, host_site):
     expect(page.get_by_role("dialog")).to_be_visible()  # it stays open across pages of the site
     expect(page.locator("tandem-chat .msg")).to_have_count(1)
     state = page.evaluate(f"JSON.parse(localStorage.getItem('tandem:{key[:16]}'))")
-    assert state["visitor"] == "visitor-seeded" and state["conversations"] == {}
+    assert state["visitor"] == token and state["conversations"] == {}
 
     page.evaluate("Tandem.reset()")
     state = page.evaluate(f"JSON.parse(localStorage.getItem('tandem:{key[:16]}'))")
-    assert state["visitor"] != "visitor-seeded"
+    assert state["visitor"] != token
     assert Conversation.objects.filter(tenant=tenant.tenant).count() == 1  # nothing new until a message

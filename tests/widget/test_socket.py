@@ -13,8 +13,9 @@ import websockets
 import websockets.sync.client as ws_client
 
 from tandem.chat.models import Conversation, Message
+from tandem.chat.visitors import visitor_token_for
 from tenants import keys
-from tenants.models import Tenant
+from tenants.models import ApiKey, Tenant
 from tenants.services import tenant_identity_secret_rotate
 from tests.factories import make_tenant
 from tests.platform_fixtures import ORIGIN, ChatSocket
@@ -24,6 +25,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @contextmanager
 def widget_socket(platform, key: str, **params):
+    if "visitor" in params:  # the server's signed id for that visitor
+        tenant = ApiKey.objects.get(key_hash=keys.hash_key(key)).tenant
+        params["visitor"] = visitor_token_for(tenant=tenant, visitor_id=params["visitor"])
     query = urlencode({"key": key, **params})
     with ws_client.connect(f"{platform.ws_url}/ws/chat/?{query}", origin=ORIGIN, open_timeout=20) as conn:
         yield ChatSocket(conn)

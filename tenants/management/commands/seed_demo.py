@@ -54,6 +54,8 @@ class Command(BaseCommand):
         # The demo answers from a small help centre (unchanged articles are left as they are).
         help_centre = Path(apps.get_app_config("knowledge").path) / "fixtures" / "demo-help-centre"
         call_command("knowledge", "import", tenant.slug, str(help_centre), stdout=io.StringIO())
+        if secret_plaintext and settings.PRODUCTION:
+            secret_plaintext = _secret_to_file(secret_plaintext)
         info = {
             "admin_url": "http://127.0.0.1:8000/admin/",
             "admin_user": admin_user,
@@ -69,3 +71,15 @@ class Command(BaseCommand):
             return
         for k, v in info.items():
             self.stdout.write(f"  {k:<15} {v}")
+
+
+def _secret_to_file(plaintext: str) -> str:
+    """In production the secret key never reaches the logs: it is written to a file only
+    its owner can read, and the output says where (with the key's first characters)."""
+    path = settings.VAR_DIR / "demo-secret-key"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        os.fchmod(f.fileno(), 0o600)
+        f.write(plaintext + "\n")
+    return f"{plaintext[:7]}… (written to {path}, mode 0600)"

@@ -86,7 +86,9 @@ def test_a_follow_up_is_built_from_the_spec_alone_and_sent_on_to_its_prefill_poo
     ], max_prompt_tokens=min(1024, settings.TANDEM_MAX_CONTEXT - 16))
     stored = load(get_redis(), spec.request_id)
     assert stored.prompt_token_ids == expected.token_ids
-    assert stored.cache_salt == f"tenant:{tenant.pk}"
+    # A widget prompt is cached per conversation; the tenant's prefix is marked shareable.
+    assert stored.cache_salt == f"tenant:{tenant.pk}:conversation:{spec.conversation_id}"
+    assert stored.cache_shared_salt == f"tenant:{tenant.pk}"
     assert (stored.system_prompt, stored.prompt_messages) == ("", [])  # later tiers carry only the ids
     [status] = streams.read_all(get_redis(), spec.request_id)
     assert status["type"] == "status" and status["state"] == "prefilling"

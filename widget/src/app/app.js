@@ -184,7 +184,7 @@ export class App {
     url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
     url.searchParams.set("key", this.key);
     this.socketVisitor = this.store.visitor;
-    url.searchParams.set("visitor", this.socketVisitor);
+    if (this.socketVisitor) url.searchParams.set("visitor", this.socketVisitor);
     if (this.user) {
       url.searchParams.set("user", this.user.id);
       if (this.user.hash) url.searchParams.set("user_hash", this.user.hash);
@@ -370,8 +370,16 @@ export class App {
     if (id && this.view.isOpen && !this.fatal) this.conn.start();
   }
 
+  /** The server issued this visitor a signed id: keep it for every later connect. */
+  onVisitor(f) {
+    if (typeof f.token !== "string" || !f.token) return;
+    this.socketVisitor = f.token;
+    this.store.setVisitor(f.token);
+  }
+
   onFrame(f) {
     switch (f.type) {
+      case "visitor": return this.onVisitor(f);
       case "history": return this.onHistory(f);
       case "conversation": return this.onConversation(f);
       case "start": return this.onStart(f);

@@ -25,12 +25,6 @@ function backend() {
   }
 }
 
-function randomId() {
-  if (crypto.randomUUID) return crypto.randomUUID();
-  const b = crypto.getRandomValues(new Uint8Array(16));
-  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
-}
-
 export class Store {
   constructor(widgetKey) {
     this.ns = "tandem:" + widgetKey.slice(0, 16);
@@ -48,7 +42,8 @@ export class Store {
   get state() {
     const st = this._read(this.ns);
     if (st && st.v === 1 && typeof st.visitor === "string") return st;
-    const fresh = { v: 1, visitor: randomId(), conversations: {}, rev: 0 };
+    // The visitor id is the server's: it sends a signed one on the first connect ("visitor").
+    const fresh = { v: 1, visitor: "", conversations: {}, rev: 0 };
     this._write(this.ns, fresh);
     return fresh;
   }
@@ -61,6 +56,14 @@ export class Store {
   }
 
   get visitor() { return this.state.visitor; }
+
+  /** The signed visitor id the server issued (it replaces one it did not accept). */
+  setVisitor(token) {
+    this._update((st) => {
+      if (st.visitor !== token) st.conversations = {};
+      st.visitor = token;
+    });
+  }
 
   conversation(owner) { return this.state.conversations[owner] || null; }
 
@@ -75,7 +78,7 @@ export class Store {
   touch() { this._update(() => {}); }
 
   newVisitor() {
-    this._update((st) => { st.visitor = randomId(); st.conversations = {}; });
+    this._update((st) => { st.visitor = ""; st.conversations = {}; });
     this.clearPending();
   }
 

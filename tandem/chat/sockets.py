@@ -1,0 +1,97 @@
+"""What one chat websocket may cost the web process (issue 19, finding 4 and 8):
+
+- one shared asyncio Redis client (one connection pool) per event loop, instead of a
+  pool per socket, opened before anything was authenticated;
+- at most TANDEM_WS_MAX_PER_KEY open sockets per widget key and TANDEM_WS_MAX_PER_IP
+  per client IP, in this process (a deployment with N web processes allows N times as
+  many; its proxy can cap connections per address too);
+- an idle timeout: a socket with no frame for TANDEM_WS_IDLE_TIMEOUT_S and no reply
+  being followed is closed (the widget reconnects when its visitor acts again);
+- a token bucket per socket: TANDEM_WS_FRAME_RATE frames a second, bursts of
+  TANDEM_WS_FRAME_BURST; a frame beyond it gets a `rate_limited` error and no work."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import weakref
+from collections import Counter
+
+import redis.asyncio as aioredis
+from django.conf import settings
+
+CLOSE_TOO_MANY = 4429
+CLOSE_IDLE = 4408
+
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis] = weakref.WeakKeyDictionary()
+
+
+def shared_async_redis() -> aioredis.Redis:
+    """The event loop's one asyncio Redis client (clients are bound to their loop). Never
+    close it from a socket."""
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None:
+        client = _clients[loop] = aioredis.Redis.from_url(settings.REDIS_URL, health_check_interval=30)
+    return client
+
+
+class SocketCounts:
+    """Open sockets per key and per client IP in this process."""
+
+    def __init__(self):
+        self.per_key: Counter = Counter()
+        self.per_ip: Counter = Counter()
+
+    def open(self, *, key_id: int, ip: str) -> str | None:
+        """Count one more socket, or say why not ("key" or "ip") and count nothing."""
+        if self.per_key[key_id] >= settings.TANDEM_WS_MAX_PER_KEY:
+            return "key"
+        if ip and self.per_ip[ip] >= settings.TANDEM_WS_MAX_PER_IP:
+            return "ip"
+        self.per_key[key_id] += 1
+        if ip:
+            self.per_ip[ip] += 1
+        return None
+
+    def close(self, *, key_id: int, ip: str) -> None:
+        for counter, name in ((self.per_key, key_id), (self.per_ip, ip)):
+            if name in counter:
+                counter[name] -= 1
+                if counter[name] <= 0:
+                    del counter[name]
+
+
+sockets = SocketCounts()
+
+
+class FrameBucket:
+    """A token bucket of frames for one socket."""
+
+    def __init__(self):
+        self.tokens = float(settings.TANDEM_WS_FRAME_BURST)
+        self.at = time.monotonic()
+
+    def take(self) -> float | None:
+        """None when the frame may go; else the seconds until one may."""
+        rate, burst = settings.TANDEM_WS_FRAME_RATE, settings.TANDEM_WS_FRAME_BURST
+        now = time.monotonic()
+        self.tokens = min(burst, self.tokens + (now - self.at) * rate)
+        self.at = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return None
+        return (1 - self.tokens) / rate if rate > 0 else 60.0
+
+
+async def close_when_idle(consumer) -> None:
+    """Close `consumer` once it has had no frame for the idle timeout while following no
+    reply. Runs as the socket's own task; cancelled at disconnect."""
+    timeout = settings.TANDEM_WS_IDLE_TIMEOUT_S
+    while True:
+        wait = consumer.last_frame_at + timeout - time.monotonic()
+        if wait <= 0 and not consumer.followers:
+            await consumer.send_error("idle_timeout", f"Closed after {timeout:g} s without activity.")
+            await consumer.close(code=CLOSE_IDLE)
+            return
+        await asyncio.sleep(max(wait, 1.0) if wait > 0 else min(timeout, 5.0))
