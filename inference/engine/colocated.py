@@ -26,6 +26,7 @@ from .decode import DecodeEngine, DecodeRequest
 from .kv import KVCache
 from .loader import LoadedModel
 from .prefill import PrefillEngine
+from .prefix_cache import SharedPrefix
 from .sampling import SamplingParams, make_generator, sample_tokens
 from .sequence import OnFinish, OnToken, Sequence, StopChecker, StreamHandle
 
@@ -55,6 +56,7 @@ class ColocatedEngine(DecodeEngine):
         group: str | None = None,
         group_max_slots: int | None = None,
         cache_salt: str | None = None,
+        cache_shared: SharedPrefix | None = None,
     ) -> StreamHandle:
         """Generate from a prompt; tokens from index 0 go to on_token and the handle."""
         if not prompt_token_ids or len(prompt_token_ids) >= self.max_context:
@@ -64,7 +66,7 @@ class ColocatedEngine(DecodeEngine):
             handle=StreamHandle(request_id, self.cancel), on_token=on_token, on_finish=on_finish,
             stop_checker=stop_checker, priority=priority, group=group, group_max_slots=group_max_slots,
             generator=make_generator(sampling, tokens_done=0), prompt=list(prompt_token_ids),
-            cache_salt=cache_salt,
+            cache_salt=cache_salt, cache_shared=cache_shared,
         )
         self._enqueue(seq)
         return seq.handle
@@ -91,7 +93,7 @@ class ColocatedEngine(DecodeEngine):
                     self._finish(seq, "error", repr(exc))
                 continue
             seq.reserved = seq.reservation(self.max_context)
-            hit = self.prefill_engine.lookup(seq.prompt or [], seq.cache_salt)
+            hit = self.prefill_engine.lookup(seq.prompt or [], seq.cache_salt, seq.cache_shared)
             if hit is not None:
                 seq.kv = KVCache(hit.k, hit.v, self.fingerprint)
                 seq.prefilled = seq.cached_tokens = hit.tokens
@@ -150,7 +152,7 @@ class ColocatedEngine(DecodeEngine):
             self._prefilling.remove(seq)
             kv, seq.kv = seq.kv, None
             assert kv is not None and seq.prompt is not None
-            self.prefill_engine.remember(seq.prompt, seq.cache_salt, kv.k, kv.v)
+            self.prefill_engine.remember(seq.prompt, seq.cache_salt, kv.k, kv.v, seq.cache_shared)
             seq.joined_at = time.perf_counter()
             try:
                 reason = seq.accept(first, self.eos_ids, self.max_context)  # emits index 0

@@ -21,7 +21,7 @@ from .config import EngineConfig
 from .kv import KVCache
 from .loader import LoadedModel
 from .model import run_to_end
-from .prefix_cache import PrefixCache, PrefixHit
+from .prefix_cache import PrefixCache, PrefixHit, SharedPrefix
 from .sampling import SamplingParams, make_generator, sample_tokens
 
 
@@ -31,6 +31,7 @@ class PrefillRequest:
     token_ids: list[int]
     sampling: SamplingParams
     cache_salt: str | None = None  # the tenant: prefix-cache entries are never shared across salts
+    cache_shared: SharedPrefix | None = None  # a leading part that may reuse another salt's entries
 
 
 @dataclass
@@ -94,7 +95,7 @@ class PrefillEngine:
         items = []
         for i, r in enumerate(requests):
             t0 = time.perf_counter()
-            hit = self.lookup(r.token_ids, r.cache_salt)
+            hit = self.lookup(r.token_ids, r.cache_salt, r.cache_shared)
             items.append(_Item(i, r, hit, (time.perf_counter() - t0) * 1e3))
         for batch in self._batches(items):
             t_start = time.perf_counter()
@@ -107,7 +108,7 @@ class PrefillEngine:
             firsts = sample_tokens(logits, params, gens).tolist()
             compute_ms = (time.perf_counter() - t_start) * 1e3
             for it, (k, v), first in zip(batch, kvs, firsts, strict=True):
-                self.remember(it.req.token_ids, it.req.cache_salt, k, v)
+                self.remember(it.req.token_ids, it.req.cache_salt, k, v, it.req.cache_shared)
                 results[it.index] = PrefillResult(
                     request_id=it.req.request_id,
                     first_token=first,
@@ -122,12 +123,14 @@ class PrefillEngine:
 
     # -- building blocks, also used by the colocated engine ------------------------------
 
-    def lookup(self, token_ids: list[int], salt: str | None) -> PrefixHit | None:
-        return self.prefix_cache.lookup(token_ids, salt) if self.prefix_cache else None
+    def lookup(self, token_ids: list[int], salt: str | None,
+               shared: SharedPrefix | None = None) -> PrefixHit | None:
+        return self.prefix_cache.lookup(token_ids, salt, shared) if self.prefix_cache else None
 
-    def remember(self, token_ids: list[int], salt: str | None, k: torch.Tensor, v: torch.Tensor) -> None:
+    def remember(self, token_ids: list[int], salt: str | None, k: torch.Tensor, v: torch.Tensor,
+                 shared: SharedPrefix | None = None) -> None:
         if self.prefix_cache is not None:
-            self.prefix_cache.insert(token_ids, salt, k, v)
+            self.prefix_cache.insert(token_ids, salt, k, v, shared)
 
     def first_token_finish(self, req: PrefillRequest, first: int) -> str | None:
         s = req.sampling

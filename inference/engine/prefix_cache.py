@@ -28,6 +28,18 @@ class PrefixHit:
 
 
 @dataclass(frozen=True)
+class SharedPrefix:
+    """The leading tokens of a prompt that may reuse entries made under another salt: a
+    tenant's system prompt, which every one of its conversations starts with, while
+    what follows it stays under the conversation's own salt. The first
+    `tokens // block_size` blocks chain from `salt`; the chain then switches to the
+    request's salt, so no block after the switch matches a prompt of another salt."""
+
+    salt: str
+    tokens: int
+
+
+@dataclass(frozen=True)
 class PrefixCacheStats:
     hits: int
     misses: int
@@ -48,26 +60,34 @@ class PrefixCache:
         self._lock = threading.Lock()
         self._hits = self._misses = self._hit_tokens = 0
 
-    def _chain(self, token_ids: list[int], salt: str | None, n_blocks: int) -> list[bytes]:
-        bs = self.block_size
+    def _root(self, salt: str | None) -> bytes:
         root = hashlib.blake2b(digest_size=16)
         root.update(self.fingerprint.encode())
         root.update(b"\0salt\0" + (salt or "").encode())
-        keys, prev = [], root.digest()
+        return root.digest()
+
+    def _chain(self, token_ids: list[int], salt: str | None, n_blocks: int,
+               shared: SharedPrefix | None = None) -> list[bytes]:
+        bs = self.block_size
+        shared_blocks = min(n_blocks, shared.tokens // bs) if shared is not None else 0
+        keys, prev = [], self._root(shared.salt if shared_blocks else salt)
         for i in range(n_blocks):
+            if shared_blocks and i == shared_blocks:  # the shared prefix ends: the request's salt from here
+                prev = hashlib.blake2b(prev + b"\0switch\0" + (salt or "").encode(), digest_size=16).digest()
             h = hashlib.blake2b(prev, digest_size=16)
             h.update(array("q", token_ids[i * bs : (i + 1) * bs]).tobytes())
             prev = h.digest()
             keys.append(prev)
         return keys
 
-    def lookup(self, token_ids: list[int], salt: str | None) -> PrefixHit | None:
+    def lookup(self, token_ids: list[int], salt: str | None,
+               shared: SharedPrefix | None = None) -> PrefixHit | None:
         """The longest cached block-aligned prefix, leaving at least one token to compute
         (the prefill needs the last prompt token's logits)."""
         n_blocks = (len(token_ids) - 1) // self.block_size
         if self.max_blocks == 0 or n_blocks == 0:
             return None
-        keys = self._chain(token_ids, salt, n_blocks)
+        keys = self._chain(token_ids, salt, n_blocks, shared)
         with self._lock:
             found: list[tuple[torch.Tensor, torch.Tensor]] = []
             for key in keys:
@@ -86,7 +106,8 @@ class PrefixCache:
         v = torch.cat([b[1] for b in found], dim=2)
         return PrefixHit(tokens=len(found) * self.block_size, k=k, v=v)
 
-    def insert(self, token_ids: list[int], salt: str | None, k: torch.Tensor, v: torch.Tensor) -> int:
+    def insert(self, token_ids: list[int], salt: str | None, k: torch.Tensor, v: torch.Tensor,
+               shared: SharedPrefix | None = None) -> int:
         """Remember every full block of a prompt whose KV k, v [L, Hkv, >=len, D] was just
         computed. Returns the number of new blocks."""
         bs = self.block_size
@@ -94,7 +115,7 @@ class PrefixCache:
         n_blocks = min(n_blocks, self.max_blocks)
         if n_blocks == 0:
             return 0
-        keys = self._chain(token_ids, salt, n_blocks)
+        keys = self._chain(token_ids, salt, n_blocks, shared)
         added = 0
         with self._lock:
             for i, key in enumerate(keys):

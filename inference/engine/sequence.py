@@ -20,6 +20,7 @@ from typing import Literal
 import torch
 
 from .kv import KVCache
+from .prefix_cache import SharedPrefix
 from .sampling import SamplingParams
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,7 @@ class Sequence:
     # Colocated engine only: the prompt, its prefix-cache salt, and how much of it has KV.
     prompt: list[int] | None = None
     cache_salt: str | None = None
+    cache_shared: SharedPrefix | None = None
     prefilled: int = 0
 
     @property

@@ -19,7 +19,7 @@ from ..wire.spec import RequestSpec
 from ..worker.runtime import Runtime, get_runtime
 from . import outcomes, stages
 from .decode import recompute_kv
-from .edges import live_spec, sampling_params
+from .edges import cache_shared, live_spec, sampling_params
 from .follower import SequenceFollower
 from .resume import resumption
 
@@ -74,6 +74,7 @@ def _generate(rt: Runtime, spec: RequestSpec, *, resumed: bool) -> None:
                 request_id, spec.prompt_token_ids, sampling_params(spec.sampling), on_token=on_token,
                 on_finish=follower.on_finish, priority=spec.priority, group=str(spec.tenant_id),
                 group_max_slots=spec.max_decode_slots, cache_salt=spec.cache_salt,
+                cache_shared=cache_shared(spec),
             )
             outcomes.message_set_status(request_id=request_id, status="decoding")
             follower.follow(handle)

@@ -28,7 +28,7 @@ from ..wire.spec import RequestSpec
 from ..worker.runtime import Runtime, get_runtime
 from . import outcomes, stages
 from .contracts import PrefillHandoff
-from .edges import EXPIRED, finish_early, sampling_params
+from .edges import EXPIRED, cache_shared, finish_early, sampling_params
 from .follower import SequenceFollower
 from .resume import Resumption, resumption
 
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 def recompute_kv(rt: Runtime, spec: RequestSpec, token_ids: list[int]) -> KVCache:
     """The KV of `token_ids` computed here (this worker's own prefill engine)."""
     request = PrefillRequest(request_id=spec.request_id, token_ids=token_ids, sampling=sampling_params(spec.sampling),
-                             cache_salt=spec.cache_salt)
+                             cache_salt=spec.cache_salt, cache_shared=cache_shared(spec))
     [res] = rt.fallback_prefill_engine().prefill([request])
     return res.kv
 

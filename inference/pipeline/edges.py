@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 
+from ..engine.prefix_cache import SharedPrefix
 from ..engine.sampling import SamplingParams
 from ..wire import streams
 from ..wire.spec import RequestSpec, Sampling
@@ -22,6 +23,14 @@ def sampling_params(s: Sampling) -> SamplingParams:
     """The engine's sampling parameters for a request's (`spec.sampling`)."""
     return SamplingParams(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed,
                           max_tokens=max(1, s.max_tokens))
+
+
+def cache_shared(spec: RequestSpec) -> SharedPrefix | None:
+    """The part of the prompt that may reuse the tenant's cache entries (its system
+    prompt), when the prompt itself is salted per conversation (inference.text.cache_scope)."""
+    if not spec.cache_shared_salt or spec.cache_shared_salt == spec.cache_salt or spec.cache_shared_tokens <= 0:
+        return None
+    return SharedPrefix(salt=spec.cache_shared_salt, tokens=spec.cache_shared_tokens)
 
 
 def live_spec(rt: Runtime, request_id: str, begun: Start) -> RequestSpec | None:

@@ -19,7 +19,7 @@ from ..worker.prefill_batcher import PrefillCancelled
 from ..worker.runtime import Runtime, get_runtime
 from . import outcomes, stages
 from .contracts import PrefillHandoff
-from .edges import finish_early, live_spec, sampling_params
+from .edges import cache_shared, finish_early, live_spec, sampling_params
 
 log = logging.getLogger(__name__)
 KV_TTL_S = 300
@@ -45,7 +45,8 @@ def _prefill(rt: Runtime, spec: RequestSpec, *, epoch: int, resumed: bool) -> No
         params = sampling_params(spec.sampling)
         t_engine = time.time()
         fut = rt.prefill.submit(PrefillRequest(request_id=request_id, token_ids=spec.prompt_token_ids,
-                                               sampling=params, cache_salt=spec.cache_salt),
+                                               sampling=params, cache_salt=spec.cache_salt,
+                                               cache_shared=cache_shared(spec)),
                                 group=spec.tenant_id, priority=spec.priority)
         try:
             result = fut.result()

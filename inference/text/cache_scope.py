@@ -13,9 +13,9 @@ token) that the first held the same text. So:
 A REST request is the tenant's own server speaking with its secret key: it keeps the
 tenant salt (the key holder can only learn about its own prompts).
 
-`shared_prefix_tokens` is the length of the tenant-owned prefix of a prompt, for an
-engine that can take two salts per request (the tenant salt up to that many tokens, the
-conversation's after it); see docs/security.md."""
+`shared_prefix_tokens` is the length of the tenant-owned prefix of a prompt: the engine
+caches that many tokens (in whole blocks) under the tenant salt and the rest under the
+conversation's (`engine.prefix_cache.SharedPrefix`); see docs/security.md."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def tenant_salt(tenant_id: int | str) -> str:
 
 
 def prompt_salt(*, tenant_id: int | str, channel: str, conversation_id: str) -> str:
-    """The salt a prompt is cached under (the engine takes one per request today)."""
+    """The salt a prompt's own part is cached under (after its shared prefix)."""
     if channel == WIDGET_CHANNEL:
         return f"{tenant_salt(tenant_id)}:conversation:{conversation_id}"
     return tenant_salt(tenant_id)

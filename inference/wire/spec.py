@@ -56,8 +56,8 @@ class RequestSpec:
     # Filled in by the CPU tier:
     prompt_token_ids: list[int] = field(default_factory=list)
     cache_salt: str = ""  # the prompt's prefix-cache namespace (inference.text.cache_scope)
-    # For an engine that takes two salts: the first cache_shared_tokens tokens (the
-    # tenant's system prompt) under cache_shared_salt, the rest under cache_salt.
+    # The first cache_shared_tokens tokens (the tenant's system prompt) are cached under
+    # cache_shared_salt, shared by all its conversations; the rest under cache_salt.
     cache_shared_salt: str = ""
     cache_shared_tokens: int = 0
     # The articles whose passages the prompt holds, best first ({"article_id", "title",

@@ -14,6 +14,7 @@ import torch
 
 from inference.engine.prefix_cache import PrefixCache
 from inference.pipeline.cpu import preprocess_request
+from inference.pipeline.edges import cache_shared
 from inference.pipeline.submit import request_stored
 from inference.wire.connections import get_redis
 from inference.wire.spec import RequestSpec, Sampling, load, save
@@ -50,9 +51,10 @@ def prompt_of(pool: str, text: str, *, channel: str = "widget", conversation: st
 def prefill(cache: PrefixCache, spec: RequestSpec) -> int:
     """What the engine does with the prompt: look it up (the cached tokens it would
     report), then remember its KV."""
-    hit = cache.lookup(spec.prompt_token_ids, spec.cache_salt)
+    shared = cache_shared(spec)  # what the model tiers pass with the salt
+    hit = cache.lookup(spec.prompt_token_ids, spec.cache_salt, shared)
     n = len(spec.prompt_token_ids)
-    cache.insert(spec.prompt_token_ids, spec.cache_salt, torch.zeros(1, 1, n, 1), torch.zeros(1, 1, n, 1))
+    cache.insert(spec.prompt_token_ids, spec.cache_salt, torch.zeros(1, 1, n, 1), torch.zeros(1, 1, n, 1), shared)
     return hit.tokens if hit else 0
 
 
@@ -77,12 +79,13 @@ def test_the_cache_still_hits_within_a_conversation_and_keeps_the_system_prompt_
     follow_up = prompt_of(pool, "Can you help?", conversation=conv, history=[
         {"role": "user", "content": SECRET}, {"role": "assistant", "content": "Of course."}])
     assert prefill(cache, follow_up) >= (len(first.prompt_token_ids) // BLOCK - 1) * BLOCK
-    # The tenant's own prefix is marked as shareable under the tenant's salt, for every
-    # conversation alike (an engine with two salts per request shares it: docs/security.md).
+    # The tenant's own prefix (its system prompt) is shared by every conversation: another
+    # visitor's new conversation hits exactly its whole blocks, and nothing after them.
     other = prompt_of(pool, "Something else entirely")
     assert first.cache_shared_salt == other.cache_shared_salt == "tenant:7"
     assert first.cache_shared_tokens == other.cache_shared_tokens > 40
     assert first.prompt_token_ids[:first.cache_shared_tokens] == other.prompt_token_ids[:other.cache_shared_tokens]
+    assert prefill(cache, other) == (other.cache_shared_tokens // BLOCK) * BLOCK > 0
     # REST (the tenant's own server, with its secret key) shares across its conversations.
     prefill(cache, prompt_of(pool, SECRET, channel="api"))
     assert prefill(cache, prompt_of(pool, "Another question", channel="api")) >= BLOCK

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from inference.engine.prefill import PrefillEngine, PrefillRequest
-from inference.engine.prefix_cache import PrefixCache
+from inference.engine.prefix_cache import PrefixCache, SharedPrefix
 
 from .conftest import GREEDY, decode_request, prompt, tiny_config
 
@@ -16,6 +16,25 @@ BLOCK = 4
 def kv_for(n: int, fill: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
     k = torch.arange(n, dtype=torch.float32).view(1, 1, n, 1).expand(2, 1, n, 3).clone() * fill
     return k, -k
+
+
+def test_a_shared_prefix_hits_across_salts_and_nothing_after_it_does():
+    cache = PrefixCache(fingerprint="m1", max_tokens=256, block_size=BLOCK)
+    system = list(range(100, 109))  # 9 tokens: two whole blocks may be shared
+    shared = SharedPrefix(salt="tenant", tokens=len(system))
+    visitor_a = system + [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    cache.insert(visitor_a, "conv-a", *kv_for(len(visitor_a)), shared)
+    # Another conversation that starts with the same system prompt reuses its whole blocks...
+    hit = cache.lookup(system + [50, 51, 52, 53, 54], "conv-b", shared)
+    assert hit is not None and hit.tokens == 8
+    # ...and guessing conversation A's own words gains nothing beyond them.
+    guess = cache.lookup(visitor_a + [0], "conv-b", shared)
+    assert guess is not None and guess.tokens == 8
+    # Within conversation A, the whole prompt hits, shared blocks and its own.
+    mine = cache.lookup(visitor_a + [0], "conv-a", shared)
+    assert mine is not None and mine.tokens == 16
+    # The shared blocks are the tenant salt's: a request under that salt alone hits them.
+    assert cache.lookup(system + [0], "tenant").tokens == 8
 
 
 def test_a_prefix_hits_within_its_salt_and_misses_across_salts_and_models():
