@@ -12,8 +12,8 @@ import pytest
 
 from inference.wire import keys
 from tandem.chat.models import Message
+from tenants import quotas
 from tenants.models import UsageRecord
-from tenants.selectors import tenant_usage_vs_quota
 from tests.factories import make_tenant
 
 from .conftest import (
@@ -98,7 +98,9 @@ def test_killing_the_decode_worker_that_holds_four_streams_loses_nothing(faults_
     assert set(affected) <= moved_ids
     # Billed once: the tenant's daily count is exactly what its replies used.
     total = sum(u.prompt_tokens + u.completion_tokens for u in UsageRecord.objects.filter(tenant=tenant.tenant))
-    assert tenant_usage_vs_quota(p.client, tenant=tenant.tenant)["live"]["daily_tokens"]["used"] == total
+    snapshot = quotas.usage_snapshot(p.client, tenant_id=tenant.tenant.pk,
+                                     limits=quotas.QuotaLimits.from_quota(tenant.tenant.quota))
+    assert snapshot["daily_tokens"]["used"] == total
 
 
 def test_the_openai_client_streaming_survives_a_decode_kill_with_the_same_seeded_text(faults_platform):
