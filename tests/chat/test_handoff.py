@@ -102,7 +102,7 @@ def test_an_agent_replies_only_once_they_own_it_and_notes_never_reach_a_prompt(s
     assert reply.author == agent and reply.author_name == "Maya"
     conv.refresh_from_db()
     assert conv.first_human_reply_at is not None
-    history = services.prompt_history(conv)
+    history = services.prompt_history(conv, max_prompt_tokens=conv.tenant.quota.max_prompt_tokens)
     assert {"role": "assistant", "content": "Hi, Maya here."} in history
     assert all("VIP" not in m["content"] for m in history)
 

@@ -58,6 +58,6 @@ def test_add_member_twice_is_an_error_naming_the_member():
 
 
 def test_an_unknown_role_is_refused_by_the_parser():
-    done = subprocess.run([sys.executable, "manage.py", "tenant", "add-member", "x", "y", "--role", "agent"],
+    done = subprocess.run([sys.executable, "manage.py", "tenant", "add-member", "x", "y", "--role", "superhero"],
                           capture_output=True, text=True)
-    assert done.returncode != 0 and "invalid choice: 'agent'" in done.stderr
+    assert done.returncode != 0 and "invalid choice: 'superhero'" in done.stderr
