@@ -22,7 +22,7 @@ import redis as redis_lib
 from devstack.processes import database_url, new_log_dir, running_platform, start_worker, wait_for
 from inference.wire import keys
 from inference.wire.workers import live_workers
-from tests.platform_fixtures import chat_socket
+from tests.platform_fixtures import LOAD_GENERATOR_LIMITS, chat_socket
 
 COMMON = {"TANDEM_DTYPE": "float32", "TANDEM_THREADS": "1"}
 ENVS = {
@@ -30,7 +30,7 @@ ENVS = {
     "prefill": ({**COMMON, "TANDEM_PREFILL_MAX_BATCH": "4"}, 8),
     "decode": ({**COMMON, "TANDEM_MAX_BATCH": "12"}, 24),
 }
-SETTINGS = {"TANDEM_QUEUE_TIMEOUT_S": "30", "TANDEM_STALL_TIMEOUT_S": "60", "TANDEM_MIGRATION_LIMIT": "1",
+SETTINGS = {**LOAD_GENERATOR_LIMITS, "TANDEM_QUEUE_TIMEOUT_S": "30", "TANDEM_STALL_TIMEOUT_S": "60", "TANDEM_MIGRATION_LIMIT": "1",
             "TANDEM_BROKER_VISIBILITY_TIMEOUT_S": "4"}
 
 
