@@ -138,10 +138,11 @@ def load_model(config: EngineConfig) -> LoadedModel:
     fingerprint = model_fingerprint(model_dir)
     device = config.resolve_device()
     dtype = config.resolve_dtype(device)
+    weights = config.resolve_weights(device)  # int8: quantized from the fp32 weights, dtype fp32
     hf_model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, local_files_only=True)
     hf_model.eval()
     tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
-    model = DecoderModel(hf_model, device=device, dtype=dtype, max_context=config.max_context)
+    model = DecoderModel(hf_model, device=device, dtype=dtype, max_context=config.max_context, weights=weights)
     del hf_model  # DecoderModel holds (fused copies of) every weight it needs
     return LoadedModel(
         model=model,
