@@ -1,4 +1,4 @@
-"""The batch runner: the running decode batch and its KV cache, one step at a time.
+"""The decode batch: the running sequences and their KV cache, stepped one token at a time.
 
 Sequences live in capacity classes (128, 256, 512, ... positions, up to max_context).
 Each class has its own preallocated cache [L, rows, 2 Hkv, capacity, D] (keys, then
@@ -17,8 +17,9 @@ slots where they were.
 Memory follows the batch: a class's rows double as it fills (up to max_batch) and an
 idle class's cache is freed after a while.
 
-Knows nothing of queues, threads or admission: the decode and colocated engines decide
-who joins and leaves; this class makes it so and runs the forward + sampling.
+Knows nothing of queues, threads or admission: the scheduler decides who joins and
+leaves, the runner (runner.py) makes it so; this class holds the rows and runs the
+decode forward + sampling.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ class _CapacityClass:
         return CacheGroup(self.cache[:, :n], start, max(s.kv_len for s in self.seqs) + 1)
 
 
-class BatchRunner:
+class DecodeBatch:
     def __init__(self, model: DecoderModel, *, max_batch: int, max_context: int):
         self.model = model
         self.max_batch = max_batch
@@ -109,7 +110,8 @@ class BatchRunner:
         return sum(s.kv_len for c in self.classes.values() for s in c.seqs)
 
     def join(self, seq: Sequence, kv: KVCache) -> None:
-        """Put a sequence into a free slot of its class, copying its prompt KV in."""
+        """Put a sequence into a free slot of its class, copying its prompt KV in (from
+        any device and dtype: a bf16 prefill tier's KV joins an int8 model's fp32 batch)."""
         if self.size >= self.max_batch:
             raise RuntimeError("no free decode slot")
         c = self._class_for(seq.kv_len + 1)
@@ -128,8 +130,14 @@ class BatchRunner:
             slot -= len(c.seqs)
         raise IndexError("no such decode slot")
 
-    def step(self) -> list[int]:
-        """Feed every slot's last token, sample the next one; returns them by slot."""
+    def remove_seqs(self, seqs: set[Sequence]) -> list[Sequence]:
+        """Free the slots of `seqs` (highest slot first, so lower ones stay valid)."""
+        slots = [slot for slot, s in enumerate(self.seqs) if s in seqs]
+        return [self.remove(slot) for slot in reversed(slots)]
+
+    def step(self) -> list[tuple[Sequence, int]]:
+        """Feed every slot's last token, sample the next one; returns (sequence, token)
+        by slot (the order after this step's moves between classes)."""
         self._regroup()
         seqs = self.seqs
         dev = self.model.device
@@ -146,7 +154,7 @@ class BatchRunner:
             input_ids, positions, groups, torch.zeros(len(seqs), dtype=torch.long, device=dev)
         )  # [n, V]
         tokens = sample_tokens(logits, [s.sampling for s in seqs], [s.generator for s in seqs])
-        return tokens.tolist()
+        return list(zip(seqs, tokens.tolist(), strict=True))
 
     def _regroup(self) -> None:
         """Move sequences whose next position no longer fits into the next class; free
