@@ -168,6 +168,9 @@ def main(argv: list[str]) -> None:
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--limit", type=int, default=None, help="at most this many windows")
     p.add_argument("--out", default="var/bench/engine-quality.json")
+    p.add_argument("--record", action="store_true",
+                   help="write each candidate's verdict (all modes) into the model directory, where "
+                        "dtype=auto reads it (inference/engine/precision.py)")
     args = p.parse_args(argv)
     info = machine_info()
     say(f"machine: {describe(info)}; load average {load_average()}")
@@ -177,6 +180,16 @@ def main(argv: list[str]) -> None:
     print(f"bar: top-1 agreement >= {AGREEMENT_MIN:.0%}, perplexity within {PPL_RATIO_MAX - 1:.0%} of the reference")
     print(render(rows))
     say(f"wrote {write_json(args.out, {'benchmark': 'engine-quality', 'machine': info, 'rows': rows})}")
+    if args.record:
+        from inference.engine.precision import record_verdict
+
+        for c in {r["candidate"] for r in rows}:
+            mine = [r for r in rows if r["candidate"] == c]
+            verdict = {"passes": all(r["passes"] for r in mine), "reference": args.reference,
+                       "modes": {r["mode"]: {k: r[k] for k in ("agreement", "ppl", "ppl_reference", "positions")}
+                                 for r in mine},
+                       "machine": describe(info), "git": (info.get("git") or {}).get("commit")}
+            say(f"recorded {c}: {'PASS' if verdict['passes'] else 'FAIL'} in {record_verdict(args.model, c, verdict)}")
 
 
 if __name__ == "__main__":

@@ -62,21 +62,13 @@ class EngineConfig:
         return torch.device(self.device)
 
     def resolve_precision(self, device: torch.device | None = None) -> str:
-        """What the model runs in: a name from PRECISIONS, "auto" decided for this machine.
-
-        On a GPU: bf16. On a CPU, from its features (read at run time, /proc/cpuinfo):
-        - AMX-BF16 (Intel Sapphire Rapids and later): bf16; oneDNN's AMX tiles were the
-          fast path measured there, and FBGEMM's int8 kernels do not use AMX;
-        - else int8 VNNI (AVX512-VNNI, AVX-VNNI) with torch's FBGEMM engine: int8. On an AMD
-          EPYC Zen 4 (AVX512-BF16 + VNNI, no AMX) int8 ran a decode step's matmuls ~2x faster
-          than bf16 and met the quality bar (docs/benchmarks-engine.md, "int8");
-        - else native bf16 units (AVX512-BF16): bf16;
-        - else fp32 (bf16 without native units is emulated, slower than fp32).
-        """
+        """What the model runs in: a name from PRECISIONS, "auto" decided for this
+        machine and these weights (precision.py says how)."""
         if self.dtype != "auto":
             return self.dtype
-        device = device or self.resolve_device()
-        return auto_precision(device)
+        from .precision import auto_precision
+
+        return auto_precision(device or self.resolve_device(), self.model or None)
 
     def resolve_dtype(self, device: torch.device | None = None) -> torch.dtype:
         """The torch dtype of activations and the KV cache (fp32 for int8 weights)."""
@@ -110,20 +102,6 @@ def pin_process(cores: set[int]) -> None:
             os.sched_setaffinity(tid, cores)
         except ProcessLookupError:  # the thread ended meanwhile
             pass
-
-
-def auto_precision(device: torch.device) -> str:
-    """The rule resolve_precision documents."""
-    if device.type != "cpu":
-        return "bfloat16"
-    from .linear import can_int8, cpu_has_vnni
-
-    flags = cpu_flags()
-    if "amx_bf16" in flags:
-        return "bfloat16"
-    if cpu_has_vnni() and can_int8(device):
-        return "int8"
-    return "bfloat16" if cpu_has_bf16() else "float32"
 
 
 def cpu_flags() -> set[str]:
