@@ -18,10 +18,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
 import tarfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,6 +105,11 @@ def _run_logged(cmd: list[str], log: Path, what: str, say, progress: bool = Fals
     if proc.returncode != 0:
         tail = log.read_text().strip().splitlines()[-5:]
         raise LlamaCppUnavailable(f"{what} failed (see {log}): " + " | ".join(tail))
+
+
+def _children_cpu_s() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def gguf_path() -> Path:
@@ -200,7 +207,7 @@ def run_peer(workloads: list[str], streams: dict[str, int], prompts: list[list[i
         say(f"{name}: llama-batched-bench, {pp}-token prompts x {output_tokens} tokens, "
             f"{','.join(map(str, sorted(set(wanted.values()))))} parallel sequences, cores {use}")
         load = os.getloadavg()[0]
-        meter = CpuMeter()
+        meter, t0, child0 = CpuMeter(), time.monotonic(), _children_cpu_s()
         try:
             results = run_batched_bench(binary, gguf, threads=threads, cores=use, prompt_tokens=pp,
                                         output_tokens=output_tokens, parallel=sorted(set(wanted.values())))
@@ -208,7 +215,10 @@ def run_peer(workloads: list[str], streams: dict[str, int], prompts: list[list[i
             say(f"{name} failed: {exc}")
             rows.append(Row(name, "-", 0, 0, {}, load, error=str(exc)[-200:]))
             continue
-        others = meter.others_cores()
+        # The meter counts this process's CPU as its own; llama.cpp's is a child's.
+        busy = meter.others_cores()
+        own = (_children_cpu_s() - child0) / max(1e-9, time.monotonic() - t0)
+        others = None if busy is None else max(0.0, busy - own)
         by_pl = {r.pl: r for r in results}
         for wl, n in wanted.items():
             r = by_pl.get(n)
