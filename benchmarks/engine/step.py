@@ -81,6 +81,33 @@ def profile(step, model, batch: int, context: int, steps: int = 5) -> dict:
     return parts
 
 
+def matmul_peak(rows: int = 512, k: int = 576, n: int = 3072, reps: int = 20) -> dict:
+    """The best rate one core reaches on a decode-layer-shaped matmul (x [rows, k] W^T, W
+    [n, k], weights in cache), for each kernel the engine can use: the compute limit."""
+    import torch
+
+    from inference.engine.linear import Linear, can_int8
+
+    flop = 2 * rows * k * n
+    out = {}
+    w = torch.randn(n, k) * 0.05
+    kinds = [("bfloat16", "packed", torch.bfloat16), ("float32", "plain", torch.float32)]
+    if can_int8():
+        kinds.append(("int8", "int8", torch.float32))
+    for name, kind, dtype in kinds:
+        lin = Linear.build(w, device=torch.device("cpu"), dtype=dtype, kind=kind)
+        x = torch.randn(rows, k).to(dtype)
+        for _ in range(3):
+            lin(x)
+        best = float("inf")
+        for _ in range(reps):
+            t = time.perf_counter()
+            lin(x)
+            best = min(best, time.perf_counter() - t)
+        out[name] = flop / best / 1e9
+    return out
+
+
 def main(argv: list[str]) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks.engine.step", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default=str(MODEL_DIR))
@@ -118,7 +145,10 @@ def main(argv: list[str]) -> None:
         parts = profile(fn, models[pr], b, args.context)
         rows.append([pr, b, args.context, med, min(times[(pr, b)]), b / med * 1e3, parts["matmul"],
                      parts["attention"], parts["kv_write"], parts["other"], parts["kv_mb"], parts["attention_gbs"]])
+    peak = matmul_peak()
     print(measured_on(info) + f"; load average {load_average()}; read bandwidth {bw:.1f} GB/s (1 thread)")
+    print("matmul peak, one core ([512, 576] x [576, 3072], best of 20): "
+          + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peak.items()))
     print(f"decode forward, 1 thread on core {args.core}, {args.rounds} interleaved rounds; profile: 5 steps")
     print(table(["precision", "batch", "context", "step p50 ms", "step min ms", "tok/s", "matmul ms",
                  "attention ms", "KV write ms", "other ms", "KV read MB", "attention GB/s"], rows, digits=1))
