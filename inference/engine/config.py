@@ -102,20 +102,3 @@ def pin_process(cores: set[int]) -> None:
             os.sched_setaffinity(tid, cores)
         except ProcessLookupError:  # the thread ended meanwhile
             pass
-
-
-def cpu_flags() -> set[str]:
-    """The CPU's feature flags, from /proc/cpuinfo (empty where it cannot be read)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
-def cpu_has_bf16() -> bool:
-    """True when /proc/cpuinfo lists AMX-BF16 or AVX512-BF16 (native bf16 matmul)."""
-    return bool({"amx_bf16", "avx512_bf16"} & cpu_flags())

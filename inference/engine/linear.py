@@ -29,14 +29,11 @@ from contextlib import contextmanager
 import torch
 import torch.nn.functional as F
 
-from .config import cpu_flags
+from .cpu import cpu_has_vnni
 
 KINDS = ("plain", "packed", "int8")
 # FBGEMM's int8 GEMMs: per-call activation quantization, VNNI where the CPU has it.
 INT8_ENGINE = "fbgemm"
-# vpdpbusd (VNNI) accumulates u8 x s8 products in int32; without it FBGEMM's AVX2 path
-# sums pairs in int16, which saturates unless activations use 7 bits (reduce_range).
-_VNNI_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 
 
 class Linear:
@@ -54,6 +51,7 @@ class Linear:
             w = w * ln.detach().float()[None, :]
         if kind == "int8":
             bias = None if b is None else b.detach().float().contiguous()
+            # Without VNNI, FBGEMM's AVX2 path sums u8 x s8 pairs in int16: 7-bit activations.
             return cls(kind, _prepack_int8(w, bias), None, reduce_range=not cpu_has_vnni())
         b = None if b is None else b.detach().to(device=device, dtype=dtype)
         w = w.to(device=device, dtype=dtype).contiguous()
@@ -116,10 +114,6 @@ def can_int8(device: torch.device | str = "cpu") -> bool:
         return bool(torch.allclose(y, torch.ones(2, 16), atol=0.05))
     except (AttributeError, RuntimeError):
         return False
-
-
-def cpu_has_vnni() -> bool:
-    return bool(set(_VNNI_FLAGS) & cpu_flags())
 
 
 def _pack(w: torch.Tensor) -> torch.Tensor:

@@ -27,6 +27,9 @@ from pathlib import Path
 
 import torch
 
+from . import cpu
+from .fingerprint import model_fingerprint
+
 QUALITY_FILE = "tandem-quality.json"  # {"int8": {"fingerprint", "passes", "agreement", ...}}
 
 
@@ -34,14 +37,13 @@ def auto_precision(device: torch.device, model: str | Path | None = None) -> str
     """The rule the module docstring describes."""
     if device.type != "cpu":
         return "bfloat16"
-    from .config import cpu_flags, cpu_has_bf16
-    from .linear import can_int8, cpu_has_vnni
+    from .linear import can_int8
 
-    if "amx_bf16" in cpu_flags():
+    if cpu.cpu_has_amx_bf16():
         return "bfloat16"
-    if cpu_has_vnni() and model is not None and int8_verdict(str(model)) and can_int8(device):
+    if cpu.cpu_has_vnni() and model is not None and int8_verdict(str(model)) and can_int8(device):
         return "int8"
-    return "bfloat16" if cpu_has_bf16() else "float32"
+    return "bfloat16" if cpu.cpu_has_bf16() else "float32"
 
 
 @lru_cache(maxsize=8)
@@ -54,8 +56,6 @@ def int8_verdict(model: str) -> bool:
         return False
     if not record.get("passes"):
         return False
-    from .loader import model_fingerprint
-
     try:
         return record.get("fingerprint") == model_fingerprint(path)
     except Exception:  # noqa: BLE001 - unreadable weights: no verdict
@@ -64,8 +64,6 @@ def int8_verdict(model: str) -> bool:
 
 def record_verdict(model_dir: str | Path, precision: str, verdict: dict) -> Path:
     """Write (or replace) `precision`'s verdict in the model directory's QUALITY_FILE."""
-    from .loader import model_fingerprint
-
     path = Path(model_dir) / QUALITY_FILE
     try:
         data = json.loads(path.read_text())

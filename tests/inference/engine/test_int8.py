@@ -86,11 +86,9 @@ def test_int8_engines_produce_the_int8_models_own_output(tiny_int8):
 def test_auto_picks_int8_only_with_a_passing_verdict_for_these_weights(tiny_dir, tmp_path, monkeypatch):
     import shutil
 
-    from inference.engine import config as config_module
-    from inference.engine import linear
+    from inference.engine import cpu
 
-    monkeypatch.setattr(config_module, "cpu_flags", lambda: {"avx512_vnni", "avx512_bf16"})
-    monkeypatch.setattr(linear, "cpu_flags", lambda: {"avx512_vnni", "avx512_bf16"})
+    monkeypatch.setattr(cpu, "cpu_flags", lambda: {"avx512_vnni", "avx512_bf16"})
     model_dir = tmp_path / "model"
     shutil.copytree(tiny_dir, model_dir)
     cfg = EngineConfig(model=model_dir, device="cpu")
@@ -106,7 +104,7 @@ def test_auto_picks_int8_only_with_a_passing_verdict_for_these_weights(tiny_dir,
     precision.int8_verdict.cache_clear()
     assert cfg.resolve_precision() == "bfloat16"  # a verdict for other weights counts for nothing
     assert record["int8"]["passes"] and model_fingerprint(model_dir) != "other-weights"
-    monkeypatch.setattr(config_module, "cpu_flags", lambda: {"avx512_vnni", "avx512_bf16", "amx_bf16"})
+    monkeypatch.setattr(cpu, "cpu_flags", lambda: {"avx512_vnni", "avx512_bf16", "amx_bf16"})
     precision.record_verdict(model_dir, "int8", {"passes": True})
     assert cfg.resolve_precision() == "bfloat16"  # AMX: bf16 is the fast path
     precision.int8_verdict.cache_clear()
