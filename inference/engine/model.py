@@ -6,13 +6,14 @@ keys and values into it. One forward serves prefill (many tokens per row, option
 after a cached prefix) and decode (one token per row), because both are "append S tokens
 at per-row positions, attend causally to everything before them".
 
-HF's own forward is not used per step: on a CPU a 135M-parameter model spends most of its
-time in per-op overhead, so the forward is written for few ops per layer (12 on the bf16
+HF's own forward is not used per step: at small batches a 135M-parameter model pays for
+every op it dispatches, so the forward is written for few ops per layer (12 on the bf16
 CPU path): q, k and v in one matmul; RoPE applied to the whole q|k|v block at once (the v
 heads rotate by angle 0); keys and values stored as one cache tensor, written by one
-index_put; on bf16 CPUs, oneDNN-packed weights with the RMSNorm scale folded in and the
-residual add, SiLU and gating fused into the matmuls. fp32 follows HF's numerics
-closely enough that greedy output matches token for token.
+index_put. The matmuls are linear.py's: on bf16 CPUs oneDNN-packed weights with the
+RMSNorm scale folded in and the residual add, SiLU and gating fused in; int8 weights
+through FBGEMM (fp32 activations). fp32 follows HF's numerics closely enough that greedy
+output matches token for token.
 
 Cache layout: [L, B, 2 Hkv, T, D], heads 0..Hkv-1 keys, Hkv..2Hkv-1 values.
 Shapes: B rows, S new tokens per row, T cache positions attended, L layers, H query heads,
