@@ -196,6 +196,11 @@ def methods(args: argparse.Namespace, sz) -> list[str]:
         f"Tandem prefix cache: {prefix_cache}; disaggregated: PrefillBatcher on core {args.prefill_core}, "
         f"DecodeEngine on core {args.decode_core}, 1 thread each, KV through the KV store in shared memory "
         "(/dev/shm); colocated: both cores, 2 threads.",
+        f"llama.cpp N t: llama-batched-bench (llamacpp.py) on the Q4_1 GGUF our weights come from, N threads "
+        f"pinned to cores {args.decode_core}(,{args.prefill_core}), prompts of our mean length, all processed "
+        "before generation (its TTFT is the batch's prompt time, its ITL the mean step); tok/s as ours.",
+        f"Tandem precision {args.dtype}; quality: teacher-forced top-1 agreement and perplexity against bf16 "
+        "on benchmarks/engine/data/support_texts.txt (quality.py).",
         "load1 = 1-minute load average when the row started (it includes this benchmark's own threads); "
         "others = CPU cores used by OTHER processes while the row ran (/proc/stat busy time minus this "
         f"benchmark's own); 0 = a quiet machine, {os.cpu_count()} = every core taken.",
