@@ -45,10 +45,10 @@ def run_hf(args: argparse.Namespace, systems: list[str], workloads: list[str], s
             run_generate_batch(model, hf_workloads, sz, prompts, rows)
 
     if {"hf_generate", "generate_batch"} & set(systems):
-        run_with(args.dtype, same_dtype)
+        run_with(args.hf_dtype, same_dtype)
     # HF's own fastest single stream here is fp32 (its bf16 CPU path re-lays out every
     # weight on every call): the single-stream ITL target is also shown against it.
-    if "hf_generate_fp32" in systems and "single" in hf_workloads and args.dtype != "float32":
+    if "hf_generate_fp32" in systems and "single" in hf_workloads and args.hf_dtype != "float32":
         run_with("float32", lambda model: run_hf_generate("hf_generate_fp32", model, ["single"], sz, prompts,
                                                           args, rows))
 

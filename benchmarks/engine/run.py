@@ -18,6 +18,12 @@ Systems:
   DecodeEngine in two spawned processes, each pinned to its own core with one torch
   thread, the KV handed over through the KV store in shared memory and the handoff
   message over a multiprocessing queue (see split_workers.py).
+- llamacpp: llama.cpp's llama-batched-bench on the Q4_1 GGUF our weights come from, with
+  1 and 2 threads (pinned), 1/32/64 parallel sequences; built from source on first use
+  (llamacpp.py); when it cannot be built the table says so and the rest runs.
+
+Quality (unless --no-quality): each precision the run may serve against bf16, teacher
+forced on the shipped support text (quality.py): top-1 agreement and perplexity.
 
 Workloads: single (one stream, requests one after another), streams32 / streams64 (that
 many ~60-token chat prompts submitted at once, 64 output tokens each, EOS ignored), mixed
@@ -40,7 +46,6 @@ import traceback
 
 from ..machine import (
     busy_processes,
-    concrete_dtype,
     describe,
     load_average,
     machine_info,
@@ -55,7 +60,7 @@ from .report import TANDEM, Row, evaluate_targets, render, render_targets
 from .systems import ColocatedSystem, DisaggregatedSystem
 from .workloads import run_tandem, sizes_from
 
-SYSTEMS = ("hf_generate", "hf_generate_fp32", "generate_batch", *TANDEM)
+SYSTEMS = ("hf_generate", "hf_generate_fp32", "generate_batch", *TANDEM, "llamacpp")
 WORKLOADS = ("single", "streams32", "streams64", "mixed")
 # What the disaggregated workers import when they start (an edit mid-run changes them).
 ENGINE_SOURCES = [BASE_DIR / "inference" / p for p in ("engine", "kvstore", "worker/prefill_batcher.py")]
@@ -69,8 +74,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help=f"comma-separated subset of {','.join(WORKLOADS)}")
     p.add_argument("--out", default="var/bench/engine.json", help="JSON results (default var/bench/engine.json)")
     p.add_argument("--model", default=str(MODEL_DIR))
-    p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float32"],
-                   help="auto: bfloat16 where the CPU has native bf16 units, else float32")
+    p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float32", "int8"],
+                   help="Tandem's precision; auto: what the workers pick on this CPU "
+                        "(EngineConfig.resolve_precision); HF runs bf16 for int8")
     p.add_argument("--output-tokens", type=int, default=64, help="per stream, single/streams workloads")
     p.add_argument("--single-requests", type=int, default=3, help="Tandem single-stream requests (sequential)")
     p.add_argument("--hf-requests", type=int, default=4, help="HF generate requests measured (sequential)")
@@ -90,8 +96,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--decode-core", type=int, default=1)
     p.add_argument("--prefix-cache-tokens", type=int, default=0,
                    help="Tandem prefix cache size (default 0 = off: every prompt computed in full, like HF)")
+    p.add_argument("--llamacpp-threads", default="1,2", help="llama.cpp thread counts (default 1,2)")
+    p.add_argument("--no-quality", dest="quality", action="store_false",
+                   help="skip the quality section (int8 and fp32 against bf16)")
     args = p.parse_args(argv)
-    args.dtype = concrete_dtype(args.dtype)
+    args.dtype = concrete_precision(args.dtype)
+    args.hf_dtype = "bfloat16" if args.dtype == "int8" else args.dtype
+    args.llamacpp_threads = [int(t) for t in args.llamacpp_threads.split(",") if t]
     args.systems = [s for s in args.systems.split(",") if s]
     args.workloads = [w for w in args.workloads.split(",") if w]
     for s in args.systems:
@@ -102,6 +113,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             p.error(f"unknown workload {w!r}; choose from {', '.join(WORKLOADS)}")
     return args
 
+
+
+def concrete_precision(name: str) -> str:
+    """The precision Tandem runs in: "auto" resolves as the workers resolve it on this
+    CPU, so the report names what really ran."""
+    if name != "auto":
+        return name
+    from inference.engine.config import EngineConfig
+
+    return EngineConfig(model="", device="cpu").resolve_precision()
 
 
 def snapshot() -> dict:
@@ -138,7 +159,23 @@ def measure(args: argparse.Namespace, sz, prompts: list[list[int]], long_prompts
     if "disaggregated" in tandem:
         run_tandem(lambda: DisaggregatedSystem(args), "disaggregated", args.workloads, sz, prompts, long_prompts,
                    rows)
+    if "llamacpp" in args.systems:
+        from .llamacpp import run_peer
+
+        run_peer(args.workloads, sz.streams, prompts, sz.output_tokens, args.llamacpp_threads,
+                 [args.decode_core, args.prefill_core], rows, say=say)
     return rows
+
+
+def measure_quality(args: argparse.Namespace) -> list[dict]:
+    from .quality import evaluate
+
+    candidates = ["int8", "float32"]
+    try:
+        return evaluate(args.model, "bfloat16", candidates, limit=3 if args.quick else None, say=say)
+    except Exception:
+        say(f"quality section failed\n{traceback.format_exc()}")
+        return []
 
 
 def methods(args: argparse.Namespace, sz) -> list[str]:
@@ -159,6 +196,11 @@ def methods(args: argparse.Namespace, sz) -> list[str]:
         f"Tandem prefix cache: {prefix_cache}; disaggregated: PrefillBatcher on core {args.prefill_core}, "
         f"DecodeEngine on core {args.decode_core}, 1 thread each, KV through the KV store in shared memory "
         "(/dev/shm); colocated: both cores, 2 threads.",
+        f"llama.cpp N t: llama-batched-bench (llamacpp.py) on the Q4_1 GGUF our weights come from, N threads "
+        f"pinned to cores {args.decode_core}(,{args.prefill_core}), prompts of our mean length, all processed "
+        "before generation (its TTFT is the batch's prompt time, its ITL the mean step); tok/s as ours.",
+        f"Tandem precision {args.dtype}; quality: teacher-forced top-1 agreement and perplexity against bf16 "
+        "on benchmarks/engine/data/support_texts.txt (quality.py).",
         "load1 = 1-minute load average when the row started (it includes this benchmark's own threads); "
         "others = CPU cores used by OTHER processes while the row ran (/proc/stat busy time minus this "
         f"benchmark's own); 0 = a quiet machine, {os.cpu_count()} = every core taken.",
@@ -166,7 +208,7 @@ def methods(args: argparse.Namespace, sz) -> list[str]:
 
 
 def print_report(args, info: dict, start: dict, end: dict, duration: float, notes: list[str], rows: list[Row],
-                 targets: list[dict]) -> None:
+                 targets: list[dict], quality: list[dict]) -> None:
     src0, src1 = start["engine_sources"], end["engine_sources"]
     print()
     print(f"Engine benchmark ({'QUICK: reduced sizes, not the issue targets' if args.quick else 'full'}); "
@@ -180,6 +222,13 @@ def print_report(args, info: dict, start: dict, end: dict, duration: float, note
     print(render(rows))
     print()
     print(render_targets(targets) if targets else "(no targets evaluated: a system or workload is missing)")
+    if quality:
+        from .quality import AGREEMENT_MIN, PPL_RATIO_MAX
+        from .quality import render as render_quality
+
+        print(f"\nQuality against bf16, teacher forced on the shipped support text (bar: top-1 agreement >= "
+              f"{AGREEMENT_MIN:.0%}, perplexity within {PPL_RATIO_MAX - 1:.0%}):\n")
+        print(render_quality(quality))
     if src1 != src0:
         print(f"\nWARNING: the engine's sources changed during the run ({src0} -> {src1}): rows measured after "
               "the change (at least the disaggregated workers, which import the engine when they start) ran a "
@@ -219,17 +268,18 @@ def main(argv: list[str]) -> None:
         f"long prompts {len(long_prompts[0])} tokens")
 
     rows = measure(args, sz, prompts, long_prompts)
-    targets = evaluate_targets(rows)
+    quality = measure_quality(args) if args.quality else []
+    targets = evaluate_targets(rows, quality)
     end = snapshot()
     duration = time.monotonic() - t_run
     notes = methods(args, sz)
-    print_report(args, info, start, end, duration, notes, rows, targets)
+    print_report(args, info, start, end, duration, notes, rows, targets, quality)
     path = write_json(args.out, {
         "benchmark": "engine", "quick": args.quick, "args": vars(args), "sizes": sz.__dict__, "machine": info,
         "load_start": start["load"], "load_end": end["load"],
         "mem_bw_gbs_start": start["mem_bw_gbs"], "mem_bw_gbs_end": end["mem_bw_gbs"],
         "engine_sources": {"start": start["engine_sources"], "end": end["engine_sources"]},
         "busy_start": start["busy"], "busy_end": end["busy"], "duration_s": duration, "methods": notes,
-        "results": [r.__dict__ for r in rows], "targets": targets,
+        "results": [r.__dict__ for r in rows], "targets": targets, "quality": quality,
     })
     say(f"wrote {path}")

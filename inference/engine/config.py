@@ -12,6 +12,8 @@ from pathlib import Path
 import torch
 
 DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}
+# What `dtype` may name: a torch dtype, or "int8" (int8 weights, fp32 activations and KV).
+PRECISIONS = (*DTYPES, "int8")
 
 
 @dataclass
@@ -19,7 +21,8 @@ class EngineConfig:
     # A Hugging Face model directory, or an id already in the local HF cache (never fetched).
     model: str | Path
     device: str = "auto"  # "auto" | "cpu" | "cuda" | "cuda:N"
-    dtype: str = "auto"  # "auto" | "bfloat16" | "float32" | "float16"
+    # "auto" | "bfloat16" | "float32" | "float16" | "int8" (int8 weights; see resolve_precision)
+    dtype: str = "auto"
     # Torch intra-op threads; None = one per core this process may run on.
     num_threads: int | None = None
     # Core ids to pin this process to (os.sched_setaffinity), e.g. to keep a prefill and a
@@ -48,7 +51,7 @@ class EngineConfig:
         if self.kv_token_budget < self.max_context:
             # Every admissible sequence must fit an empty batch, or it would wait forever.
             raise ValueError("kv_token_budget must be at least max_context")
-        if self.dtype not in ("auto", *DTYPES):
+        if self.dtype not in ("auto", *PRECISIONS):
             raise ValueError(f"unknown dtype {self.dtype!r}")
         if self.max_batch < 1 or self.prefill_max_batch < 1 or self.prefill_chunk < 1:
             raise ValueError("batch sizes and prefill_chunk must be positive")
@@ -58,14 +61,23 @@ class EngineConfig:
             return torch.device("cuda" if torch.cuda.is_available() else "cpu")
         return torch.device(self.device)
 
-    def resolve_dtype(self, device: torch.device | None = None) -> torch.dtype:
+    def resolve_precision(self, device: torch.device | None = None) -> str:
+        """What the model runs in: a name from PRECISIONS, "auto" decided for this
+        machine and these weights (precision.py says how)."""
         if self.dtype != "auto":
-            return DTYPES[self.dtype]
-        device = device or self.resolve_device()
-        if device.type == "cuda":
-            return torch.bfloat16
-        # bf16 on a CPU without native bf16 units is emulated and slower than fp32.
-        return torch.bfloat16 if cpu_has_bf16() else torch.float32
+            return self.dtype
+        from .precision import auto_precision
+
+        return auto_precision(device or self.resolve_device(), self.model or None)
+
+    def resolve_dtype(self, device: torch.device | None = None) -> torch.dtype:
+        """The torch dtype of activations and the KV cache (fp32 for int8 weights)."""
+        precision = self.resolve_precision(device)
+        return torch.float32 if precision == "int8" else DTYPES[precision]
+
+    def resolve_weights(self, device: torch.device | None = None) -> str:
+        """ "int8" or "native" (weights in resolve_dtype's dtype)."""
+        return "int8" if self.resolve_precision(device) == "int8" else "native"
 
     def apply_cpu_settings(self) -> None:
         """Pin cores and set torch's thread count; never leave them to chance."""
@@ -90,16 +102,3 @@ def pin_process(cores: set[int]) -> None:
             os.sched_setaffinity(tid, cores)
         except ProcessLookupError:  # the thread ended meanwhile
             pass
-
-
-def cpu_has_bf16() -> bool:
-    """True when /proc/cpuinfo lists AMX-BF16 or AVX512-BF16 (native bf16 matmul)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return bool({"amx_bf16", "avx512_bf16"} & flags)
-    except OSError:
-        pass
-    return False

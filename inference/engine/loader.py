@@ -6,7 +6,6 @@ weights that is written into every KV cache it produces.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -14,17 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from .config import EngineConfig
+from .fingerprint import NoWeightsError, model_fingerprint
 from .model import DecoderModel
+
+__all__ = ["LoadedModel", "UnsupportedModelError", "load_model", "model_fingerprint", "resolve_model_dir"]
 
 # Decoder-only models whose forward is the one ModelRunner implements: pre-norm RMSNorm,
 # RoPE, grouped-query attention, SwiGLU MLP (Qwen2 adds q/k/v biases).
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2")
 # RoPE variants whose frequencies do not depend on the sequence length at run time.
 SUPPORTED_ROPE_TYPES = (None, "default", "linear", "llama3", "yarn")
-# Config keys that change between saves of the same weights and must not change the hash.
-_VOLATILE_CONFIG_KEYS = ("transformers_version", "torch_dtype", "dtype", "_name_or_path", "use_cache")
-_SAMPLE_BYTES = 1 << 16
-_SAMPLES_PER_FILE = 16
 
 
 class UnsupportedModelError(ValueError):
@@ -80,34 +78,6 @@ def check_supported(hf_config: Any, max_context: int) -> None:
         )
 
 
-def model_fingerprint(model_dir: Path) -> str:
-    """sha256 over the config and the weight files' headers and sampled bytes.
-
-    Independent of the dtype the weights are served in, so a bf16 prefill tier and an
-    fp32 decode tier of the same weights accept each other's KV. Sampling (rather than
-    hashing gigabytes) is enough to tell different checkpoints apart.
-    """
-    h = hashlib.sha256()
-    config = json.loads((model_dir / "config.json").read_text())
-    for key in _VOLATILE_CONFIG_KEYS:
-        config.pop(key, None)
-    h.update(json.dumps(config, sort_keys=True).encode())
-    weight_files = sorted(model_dir.glob("*.safetensors")) or sorted(model_dir.glob("*.bin"))
-    if not weight_files:
-        raise UnsupportedModelError(f"no weight files (*.safetensors, *.bin) in {model_dir}")
-    for path in weight_files:
-        size = path.stat().st_size
-        h.update(f"{path.name}:{size}".encode())
-        with open(path, "rb") as f:
-            if path.suffix == ".safetensors":
-                header_len = int.from_bytes(f.read(8), "little")
-                h.update(f.read(header_len))  # names, dtypes, shapes, offsets
-            for i in range(_SAMPLES_PER_FILE):
-                f.seek(size * i // _SAMPLES_PER_FILE)
-                h.update(f.read(_SAMPLE_BYTES))
-    return h.hexdigest()[:32]
-
-
 def eos_ids(model_dir: Path, hf_config: Any, tokenizer: Any) -> frozenset[int]:
     ids: set[int] = set()
     gen_path = model_dir / "generation_config.json"
@@ -135,13 +105,17 @@ def load_model(config: EngineConfig) -> LoadedModel:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     hf_config = AutoConfig.from_pretrained(model_dir, local_files_only=True)
     check_supported(hf_config, config.max_context)
-    fingerprint = model_fingerprint(model_dir)
+    try:
+        fingerprint = model_fingerprint(model_dir)
+    except NoWeightsError as exc:
+        raise UnsupportedModelError(str(exc)) from exc
     device = config.resolve_device()
     dtype = config.resolve_dtype(device)
+    weights = config.resolve_weights(device)  # int8: quantized from the fp32 weights, dtype fp32
     hf_model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, local_files_only=True)
     hf_model.eval()
     tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
-    model = DecoderModel(hf_model, device=device, dtype=dtype, max_context=config.max_context)
+    model = DecoderModel(hf_model, device=device, dtype=dtype, max_context=config.max_context, weights=weights)
     del hf_model  # DecoderModel holds (fused copies of) every weight it needs
     return LoadedModel(
         model=model,

@@ -6,13 +6,14 @@ keys and values into it. One forward serves prefill (many tokens per row, option
 after a cached prefix) and decode (one token per row), because both are "append S tokens
 at per-row positions, attend causally to everything before them".
 
-HF's own forward is not used per step: on a CPU a 135M-parameter model spends most of its
-time in per-op overhead, so the forward is written for few ops per layer (12 on the bf16
+HF's own forward is not used per step: at small batches a 135M-parameter model pays for
+every op it dispatches, so the forward is written for few ops per layer (12 on the bf16
 CPU path): q, k and v in one matmul; RoPE applied to the whole q|k|v block at once (the v
 heads rotate by angle 0); keys and values stored as one cache tensor, written by one
-index_put; on bf16 CPUs, oneDNN-packed weights with the RMSNorm scale folded in and the
-residual add, SiLU and gating fused into the matmuls. fp32 follows HF's numerics
-closely enough that greedy output matches token for token.
+index_put. The matmuls are linear.py's: on bf16 CPUs oneDNN-packed weights with the
+RMSNorm scale folded in and the residual add, SiLU and gating fused in; int8 weights
+through FBGEMM (fp32 activations). fp32 follows HF's numerics closely enough that greedy
+output matches token for token.
 
 Cache layout: [L, B, 2 Hkv, T, D], heads 0..Hkv-1 keys, Hkv..2Hkv-1 values.
 Shapes: B rows, S new tokens per row, T cache positions attended, L layers, H query heads,
@@ -27,6 +28,8 @@ from typing import Any, TypeVar
 
 import torch
 import torch.nn.functional as F
+
+from .linear import Linear, choose_kind
 
 R = TypeVar("R")
 
@@ -65,10 +68,16 @@ class LayerWeights:
 
 
 class DecoderModel:
-    def __init__(self, hf_model: Any, *, device: torch.device, dtype: torch.dtype, max_context: int):
+    def __init__(self, hf_model: Any, *, device: torch.device, dtype: torch.dtype, max_context: int,
+                 weights: str = "native"):
+        """`dtype`: activations, KV cache and (unless `weights` is "int8") weights; int8
+        weights take fp32 activations (see linear.py)."""
         cfg = hf_model.config
         self.device = torch.device(device)
+        if weights == "int8" and dtype != torch.float32:
+            raise ValueError("int8 weights run with float32 activations")
         self.dtype = dtype
+        self.weights = weights
         self.max_context = max_context
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         self.shape = s = ModelShape(
@@ -76,14 +85,14 @@ class DecoderModel:
             num_kv_heads=cfg.num_key_value_heads, head_dim=head_dim, vocab=cfg.vocab_size,
             rms_eps=cfg.rms_norm_eps,
         )
-        self.packed = Linear.can_pack(self.device, dtype)
+        self.linear_kind = kind = choose_kind(self.device, dtype, weights)
         # Folding the RMSNorm scale into the next matmul saves an op per norm; done only
-        # where packing already gives up bit-parity with HF (bf16 CPU).
-        fold = self.packed
+        # where the kernel already gives up bit-parity with HF (bf16 CPU, int8).
+        fold = kind != "plain"
         def mk(w: torch.Tensor, b: torch.Tensor | None = None, ln: torch.Tensor | None = None,
                halves: bool = False) -> Linear:
-            return Linear.build(w, b, ln if fold else None, device=self.device, dtype=dtype,
-                                packed=self.packed, halves=halves)
+            return Linear.build(w, b, ln if fold else None, device=self.device, dtype=dtype, kind=kind,
+                                halves=halves)
 
         inner = hf_model.model
         self.layers: list[LayerWeights] = []
@@ -145,7 +154,7 @@ class DecoderModel:
         positions: torch.Tensor,  # [B, S] int64: each token's absolute position = its KV index
         groups: list[CacheGroup],  # consecutive row ranges covering the batch, each with its cache
         logit_index: torch.Tensor,  # [B] int64: which of the S tokens each row wants logits for
-    ) -> torch.Tensor:  # [B, V] in the model dtype
+    ) -> torch.Tensor:  # [B, V] in the model dtype ([B, K, V] for a logit_index of [B, K])
         return run_to_end(self.forward_steps(input_ids, positions, groups, logit_index))
 
     @torch.inference_mode()
@@ -194,7 +203,9 @@ class DecoderModel:
             h = self._rms_norm(x, lw.ln_mlp)
             x = lw.down.add(lw.gate_up.swiglu(h), x)  # x + (silu(h W_g^T) * h W_u^T) W_d^T
             yield
-        last = x[rows, logit_index]  # [B, E]: only the positions whose logits are wanted
+        if logit_index.dim() == 2:  # [B, K]: several positions per row (teacher forcing)
+            rows = rows[:, None]
+        last = x[rows, logit_index]  # [B, E] (or [B, K, E]): only the positions whose logits are wanted
         return self.lm_head(self._rms_norm(last, self.norm))  # [B, V], model dtype
 
     def _attention_inputs(
@@ -300,63 +311,3 @@ def run_to_end(steps: Generator[None, None, R]) -> R:
             next(steps)
         except StopIteration as done:
             return done.value
-
-
-class Linear:
-    """y = x W^T (+ b), and the fused forms the layer needs (residual add, SwiGLU).
-
-    Plain weights use F.linear. On a bf16 CPU the weights are packed once for oneDNN
-    (which would otherwise re-lay them out for AMX on every call) and
-    the add / SiLU / gating run as the matmul's post-ops instead of separate ops.
-    """
-
-    def __init__(self, w: torch.Tensor, b: torch.Tensor | None, packed: bool, halves: bool):
-        self.packed = packed
-        self.b = b
-        if packed and halves:  # SwiGLU: gate and up as two packed matmuls with post-ops
-            gate, up = w.chunk(2, dim=0)
-            self.w, self.w_up = _pack(gate.contiguous()), _pack(up.contiguous())
-        else:
-            self.w, self.w_up = (_pack(w) if packed else w), None
-
-    @classmethod
-    def build(cls, w: torch.Tensor, b: torch.Tensor | None = None, ln: torch.Tensor | None = None, *,
-              device: torch.device, dtype: torch.dtype, packed: bool, halves: bool = False) -> Linear:
-        """`ln`: an RMSNorm scale to fold in, W diag(ln) (computed in fp32, then cast)."""
-        w = w.detach().float()
-        if ln is not None:
-            w = w * ln.detach().float()[None, :]
-        b = None if b is None else b.detach().to(device=device, dtype=dtype)
-        return cls(w.to(device=device, dtype=dtype).contiguous(), b, packed, halves)
-
-    @staticmethod
-    def can_pack(device: torch.device, dtype: torch.dtype) -> bool:
-        if device.type != "cpu" or dtype != torch.bfloat16:
-            return False
-        try:  # private oneDNN ops (those inductor's CPU freezing uses): probe, never assume
-            w = _pack(torch.ones(8, 8, dtype=dtype))
-            out = torch.ops.mkldnn._linear_pointwise(torch.ones(2, 8, dtype=dtype), w, None, "none", [], "")
-            return bool(torch.equal(out, torch.full((2, 8), 8.0, dtype=dtype)))
-        except (AttributeError, RuntimeError):
-            return False
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        if self.packed:
-            return torch.ops.mkldnn._linear_pointwise(x, self.w, self.b, "none", [], "")
-        return F.linear(x, self.w, self.b)
-
-    def add(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        if self.packed:
-            return torch.ops.mkldnn._linear_pointwise.binary(x, residual, self.w, self.b, "add")
-        return residual + F.linear(x, self.w, self.b)
-
-    def swiglu(self, x: torch.Tensor) -> torch.Tensor:
-        if self.w_up is not None:
-            gate = torch.ops.mkldnn._linear_pointwise(x, self.w, None, "swish", [], "")
-            return torch.ops.mkldnn._linear_pointwise.binary(x, gate, self.w_up, None, "mul")
-        gate, up = F.linear(x, self.w).chunk(2, dim=-1)
-        return F.silu(gate) * up
-
-
-def _pack(w: torch.Tensor) -> torch.Tensor:
-    return torch.ops.mkldnn._reorder_linear_weight(w, 64)  # laid out for batches near 64

@@ -1,11 +1,13 @@
 """The prefill engine: prompts in, each prompt's first token and KV cache out.
 
-Owns batching prompts into forwards (sorted by length, bounded by prefill_max_batch and
-prefill_max_tokens padded tokens), the prefix cache (only the uncached suffix of a prompt
-is computed), and sampling the first output token (index 0). The KV it returns is on the
-CPU by default, contiguous, ready for the KV store; the colocated engine keeps it on the
-model's device instead. Calls from several threads are serialised: one forward at a time
-makes best use of the cores (or the GPU) anyway.
+Owns the request contract of a prefill worker and its prefix cache (only the uncached
+suffix of a prompt is computed). Packing prompts into forwards is the scheduler's rule
+(scheduler.batch_by_length: sorted by length, bounded by prefill_max_batch and
+prefill_max_tokens padded tokens; which prompts make up a call is the prefill worker's
+batcher's, by the scheduler's fair-share rule), the forward and the sampling of the first
+output token (index 0) the runner's (runner.prefill_steps). The KV it returns is on the
+CPU by default, contiguous, ready for the KV store. Calls from several threads are
+serialised: one forward at a time makes best use of the cores (or the GPU) anyway.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from .kv import KVCache
 from .loader import LoadedModel
 from .model import run_to_end
 from .prefix_cache import PrefixCache, PrefixHit, SharedPrefix
-from .sampling import SamplingParams, make_generator, sample_tokens
+from .runner import prefill_steps
+from .sampling import SamplingParams, make_generator
+from .scheduler import batch_by_length
 
 
 @dataclass
@@ -97,17 +101,19 @@ class PrefillEngine:
             t0 = time.perf_counter()
             hit = self.lookup(r.token_ids, r.cache_salt, r.cache_shared)
             items.append(_Item(i, r, hit, (time.perf_counter() - t0) * 1e3))
-        for batch in self._batches(items):
+        cfg = self.config
+        for batch in batch_by_length(items, lambda it: len(it.suffix), max_batch=cfg.prefill_max_batch,
+                                     max_padded_tokens=cfg.prefill_max_tokens):
             t_start = time.perf_counter()
-            kvs, logits = yield from self.model.prefill_steps(
+            out = yield from prefill_steps(
+                self.model,
                 [it.suffix for it in batch],
                 [(it.hit.k, it.hit.v) if it.hit else None for it in batch],
+                [(it.req.sampling, make_generator(it.req.sampling, tokens_done=0)) for it in batch],
             )
-            params = [it.req.sampling for it in batch]
-            gens = [make_generator(p, tokens_done=0) for p in params]
-            firsts = sample_tokens(logits, params, gens).tolist()
             compute_ms = (time.perf_counter() - t_start) * 1e3
-            for it, (k, v), first in zip(batch, kvs, firsts, strict=True):
+            for it, (k, v), first in zip(batch, out.kvs, out.first_tokens, strict=True):
+                assert first is not None
                 self.remember(it.req.token_ids, it.req.cache_salt, k, v, it.req.cache_shared)
                 results[it.index] = PrefillResult(
                     request_id=it.req.request_id,
@@ -121,7 +127,7 @@ class PrefillEngine:
                 )
         return [r for r in results if r is not None]
 
-    # -- building blocks, also used by the colocated engine ------------------------------
+    # -- building blocks ---------------------------------------------------------------
 
     def lookup(self, token_ids: list[int], salt: str | None,
                shared: SharedPrefix | None = None) -> PrefixHit | None:
@@ -141,18 +147,3 @@ class PrefillEngine:
         if len(req.token_ids) + 1 >= self.config.max_context:
             return "context"
         return None
-
-    def _batches(self, items: list[_Item]) -> list[list[_Item]]:
-        """Similar lengths together (less padding), within the batch and token bounds."""
-        batches: list[list[_Item]] = []
-        current: list[_Item] = []
-        for it in sorted(items, key=lambda it: len(it.suffix)):
-            longest = len(it.suffix)  # sorted: the newest item is the longest
-            if current and (len(current) >= self.config.prefill_max_batch
-                            or longest * (len(current) + 1) > self.config.prefill_max_tokens):
-                batches.append(current)
-                current = []
-            current.append(it)
-        if current:
-            batches.append(current)
-        return batches

@@ -1,182 +1,157 @@
-"""The batch runner: the running decode batch and its KV cache, one step at a time.
+"""The runner: executes the scheduler's StepPlan on the model, and decides nothing.
 
-Sequences live in capacity classes (128, 256, 512, ... positions, up to max_context).
-Each class has its own preallocated cache [L, rows, 2 Hkv, capacity, D] (keys, then
-values, as DecoderModel lays them out) and attends on its own: its rows read only up to
-the longest sequence *in that class*. One long prompt in a batch of short chats therefore
-costs its own row, not a wider cache for everyone, and a growing sequence moves alone to
-the next class (one row copied) instead of the whole cache being reallocated and copied
-(which at 64 rows x 640 positions was a 900 MiB stall in the middle of a stream).
+Owns the decode batch (batch.py: rows, their KV cache in capacity classes) and the
+prefill forward of prompt pieces (each after the KV it already has), with sampling. One
+step of a plan: its joins enter the batch; the batch runs one decode forward, every row
+sampling one token; then the prefill chunks run as one forward, and the prompts they
+complete sample their first token (index 0). Such a prompt joins the batch at the start
+of the next step (the scheduler lists it in that plan's joins), so its second token comes
+one decode forward after its first, as every other row's does.
 
-Within a class, slots are compact (sequences occupy 0..n-1; a leaving sequence's slot is
-refilled by the class's last one) so each class runs on plain views of its first n rows.
-The batch order that `seqs`, `step()` and `remove(slot)` use is the classes' sequences
-concatenated, smallest class first; removing slots in descending order keeps the lower
-slots where they were.
-
-Memory follows the batch: a class's rows double as it fills (up to max_batch) and an
-idle class's cache is freed after a while.
-
-Knows nothing of queues, threads or admission: the decode and colocated engines decide
-who joins and leaves; this class makes it so and runs the forward + sampling.
+Failures are reported per sequence (StepOutput.errors) so that the loop ends only those:
+a KV that cannot join, a prefill forward (its prompts), a decode forward (its rows).
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Generator
+from dataclasses import dataclass, field
+
 import torch
 
+from .batch import DecodeBatch
 from .kv import KVCache
-from .model import CacheGroup, DecoderModel
-from .sampling import sample_tokens
+from .model import DecoderModel
+from .prefix_cache import PrefixCache
+from .sampling import SamplingParams, sample_tokens
+from .scheduler import PrefillChunk, StepPlan
 from .sequence import Sequence
 
-_MIN_CAPACITY = 128
-_IDLE_STEPS_BEFORE_FREE = 512  # steps an empty class keeps its cache (bursts come back)
-_SOON_STEPS = 32  # a sequence this close to its class's end will move soon
+Past = tuple[torch.Tensor, torch.Tensor]  # k, v [L, Hkv, P, D]
 
 
-def capacity_class(positions: int, max_context: int) -> int:
-    """The smallest class (a power of two >= 128, or max_context) holding `positions`."""
-    cap = _MIN_CAPACITY
-    while cap < positions:
-        cap *= 2
-    return min(cap, max_context)
+@dataclass
+class StepOutput:
+    # The token each sequence sampled this step: a decode row's next one, or the first
+    # (index 0) of a prompt this step's prefill completed.
+    tokens: dict[Sequence, int] = field(default_factory=dict)
+    # Sequences this step failed, with the error; nothing else of theirs ran.
+    errors: list[tuple[Sequence, Exception]] = field(default_factory=list)
+    prefill_ms: float = 0.0
+    decode_ms: float = 0.0
 
 
-class _CapacityClass:
-    def __init__(self, model: DecoderModel, capacity: int):
+@dataclass(frozen=True)
+class PrefillOutput:
+    kvs: list[Past]  # per row: past + piece, k and v [L, Hkv, P + n, D] on the model's device
+    first_tokens: list[int | None]  # per row: the sampled token where one was asked for
+
+
+def prefill_steps(
+    model: DecoderModel,
+    pieces: list[list[int]],
+    pasts: list[Past | None],
+    sampling: list[tuple[SamplingParams, torch.Generator | None] | None],
+) -> Generator[None, None, PrefillOutput]:
+    """One prefill forward over prompt pieces (each after its past KV), pausing after
+    each layer (see DecoderModel.forward_steps); rows with sampling parameters sample a
+    token from their last position's logits."""
+    kvs, logits = yield from model.prefill_steps(pieces, pasts)  # [B, V]
+    rows = [i for i, s in enumerate(sampling) if s is not None]
+    firsts: list[int | None] = [None] * len(pieces)
+    if rows:
+        chosen = [sampling[i] for i in rows]
+        picked = sample_tokens(logits[torch.tensor(rows, device=logits.device)],
+                               [s[0] for s in chosen], [s[1] for s in chosen])  # type: ignore[index]
+        for i, tok in zip(rows, picked.tolist(), strict=True):
+            firsts[i] = tok
+    return PrefillOutput(kvs, firsts)
+
+
+class ModelRunner:
+    def __init__(self, model: DecoderModel, *, fingerprint: str, max_batch: int, max_context: int,
+                 prefix_cache: PrefixCache | None = None):
         self.model = model
-        self.capacity = capacity
-        self.seqs: list[Sequence] = []  # seqs[i] lives in row i
-        self.cache = torch.empty(0)  # [L, rows, 2 Hkv, capacity, D]
-        self.rows = 0
-        self.idle_steps = 0
+        self.fingerprint = fingerprint
+        self.batch = DecodeBatch(model, max_batch=max_batch, max_context=max_context)
+        self.prefix_cache = prefix_cache
 
-    def add(self, seq: Sequence, kv: torch.Tensor, max_batch: int, expected: int = 1) -> None:
-        """Give `seq` a row holding `kv` [L, 2 Hkv, n, D] and zeros after it. `expected`:
-        how many sequences are about to arrive, so a burst of them (a whole batch
-        outgrowing the class below at about the same step) reallocates once, not log2 times."""
-        n = len(self.seqs) + 1
-        if n > self.rows:
-            rows = min(
-                max_batch, 1 << (max(n, len(self.seqs) + expected, 2 * self.rows, 4) - 1).bit_length()
-            )
-            # Not zeroed: a fresh cache of 64 rows is hundreds of MB, and zeroing it all
-            # stalls the batch for tens of ms. Each row is written whole below instead.
-            cache = self.model.new_kv(rows, self.capacity, zero=False)
-            if self.seqs:
-                cache[:, : len(self.seqs)] = self.cache[:, : len(self.seqs)]
-            self.cache, self.rows = cache, rows
-        row, length = n - 1, kv.shape[2]
-        self.cache[:, row, :, :length] = kv
-        self.cache[:, row, :, length:] = 0  # masked, but read: must be finite
-        self.seqs.append(seq)
-        self.idle_steps = 0
-
-    def remove(self, row: int) -> Sequence:
-        seq = self.seqs[row]
-        last = len(self.seqs) - 1
-        if row != last:
-            moved = self.seqs[last]
-            self.cache[:, row, :, : moved.kv_len] = self.cache[:, last, :, : moved.kv_len]
-            self.seqs[row] = moved
-        self.seqs.pop()
-        return seq
-
-    def group(self, start: int) -> CacheGroup:
-        n = len(self.seqs)
-        return CacheGroup(self.cache[:, :n], start, max(s.kv_len for s in self.seqs) + 1)
-
-
-class BatchRunner:
-    def __init__(self, model: DecoderModel, *, max_batch: int, max_context: int):
-        self.model = model
-        self.max_batch = max_batch
-        self.max_context = max_context
-        self.classes: dict[int, _CapacityClass] = {}  # capacity -> class, kept sorted
-
+    # The decode batch, as the loop and the tests see it.
     @property
     def seqs(self) -> list[Sequence]:
-        """Every running sequence, in batch (slot) order."""
-        return [s for c in self.classes.values() for s in c.seqs]
+        return self.batch.seqs
 
     @property
     def size(self) -> int:
-        return sum(len(c.seqs) for c in self.classes.values())
+        return self.batch.size
 
     @property
-    def kv_tokens(self) -> int:
-        return sum(s.kv_len for c in self.classes.values() for s in c.seqs)
+    def classes(self) -> dict:
+        return self.batch.classes
 
-    def join(self, seq: Sequence, kv: KVCache) -> None:
-        """Put a sequence into a free slot of its class, copying its prompt KV in."""
-        if self.size >= self.max_batch:
-            raise RuntimeError("no free decode slot")
-        c = self._class_for(seq.kv_len + 1)
-        kv_both = torch.cat([kv.k, kv.v], dim=1)  # [L, 2 Hkv, n, D]: keys, then values
-        c.add(seq, kv_both.to(device=self.model.device, dtype=self.model.dtype), self.max_batch)
+    def remove(self, seqs: set[Sequence]) -> list[Sequence]:
+        return self.batch.remove_seqs(seqs)
 
-    def remove(self, slot: int) -> Sequence:
-        """Free a slot; slots below it keep their place. The last one out frees every
-        cache: an idle engine takes no steps, so idle classes would otherwise never go."""
-        for c in self.classes.values():
-            if slot < len(c.seqs):
-                seq = c.remove(slot)
-                if not self.size:
-                    self.classes.clear()
-                return seq
-            slot -= len(c.seqs)
-        raise IndexError("no such decode slot")
+    def lookup(self, seq: Sequence) -> None:
+        """A prefix-cache hit for an admitted prompt becomes its KV so far."""
+        if self.prefix_cache is None or seq.prompt is None:
+            return
+        hit = self.prefix_cache.lookup(seq.prompt, seq.cache_salt, seq.cache_shared)
+        if hit is not None:
+            seq.kv = KVCache(hit.k, hit.v, self.fingerprint)
+            seq.prefilled = seq.cached_tokens = hit.tokens
 
-    def step(self) -> list[int]:
-        """Feed every slot's last token, sample the next one; returns them by slot."""
-        self._regroup()
-        seqs = self.seqs
-        dev = self.model.device
-        groups, start = [], 0
-        for c in self.classes.values():
-            if c.seqs:
-                groups.append(c.group(start))
-                start += len(c.seqs)
-        # Host-side lists (not device tensors) drive positions, so the only device->host
-        # sync per step is reading the sampled tokens back.
-        input_ids = torch.tensor([[s.tokens[-1]] for s in seqs], device=dev)  # [n, 1]
-        positions = torch.tensor([s.kv_len for s in seqs], device=dev)[:, None]  # [n, 1]
-        logits = self.model.forward(
-            input_ids, positions, groups, torch.zeros(len(seqs), dtype=torch.long, device=dev)
-        )  # [n, V]
-        tokens = sample_tokens(logits, [s.sampling for s in seqs], [s.generator for s in seqs])
-        return tokens.tolist()
+    def execute(self, plan: StepPlan) -> StepOutput:
+        out = StepOutput()
+        for seq in plan.joins:
+            self.join(seq, out)  # a failed one is in out.errors and not in the batch
+        if self.batch.size:
+            t = time.perf_counter()
+            try:
+                out.tokens.update(self.batch.step())
+            except Exception as exc:  # every row fails; the prompts below still run
+                out.errors.extend((s, exc) for s in self.batch.seqs)
+            out.decode_ms = (time.perf_counter() - t) * 1e3
+        if plan.prefill:
+            t = time.perf_counter()
+            try:
+                self._prefill(plan.prefill, out)
+            except Exception as exc:  # these prompts fail; the running streams go on
+                out.errors.extend((c.seq, exc) for c in plan.prefill)
+            out.prefill_ms = (time.perf_counter() - t) * 1e3
+        return out
 
-    def _regroup(self) -> None:
-        """Move sequences whose next position no longer fits into the next class; free
-        classes that stayed empty for a while."""
-        for c in list(self.classes.values()):
-            outgrown = [row for row, seq in enumerate(c.seqs) if seq.kv_len + 1 > c.capacity]
-            if not outgrown:
-                continue
-            # Sequences of similar length cross a boundary within a few steps of each
-            # other: the class above is sized for those about to follow.
-            soon = sum(1 for s in c.seqs if s.kv_len + _SOON_STEPS > c.capacity)
-            for moved, row in enumerate(reversed(outgrown)):
-                seq = c.seqs[row]
-                if seq.kv_len + 1 > self.max_context:
-                    raise RuntimeError(
-                        f"sequence of {seq.kv_len + 1} positions exceeds max_context"
-                    )
-                dest = self._class_for(seq.kv_len + 1)
-                dest.add(seq, c.cache[:, row, :, : seq.kv_len], self.max_batch, expected=soon - moved)
-                c.remove(row)
-        for cap, c in list(self.classes.items()):
-            if c.seqs:
-                continue
-            c.idle_steps += 1
-            if c.idle_steps > _IDLE_STEPS_BEFORE_FREE:
-                del self.classes[cap]
+    def join(self, seq: Sequence, out: StepOutput) -> None:
+        """Into the batch with its prompt KV, or an error for it alone (a KV that does
+        not fit the model, no memory for a larger cache)."""
+        kv, seq.kv = seq.kv, None
+        assert kv is not None
+        try:
+            self.batch.join(seq, kv)
+        except Exception as exc:
+            out.errors.append((seq, exc))
 
-    def _class_for(self, positions: int) -> _CapacityClass:
-        cap = capacity_class(positions, self.max_context)
-        if cap not in self.classes:
-            self.classes[cap] = _CapacityClass(self.model, cap)
-            self.classes = dict(sorted(self.classes.items()))
-        return self.classes[cap]
+    def _prefill(self, chunks: tuple[PrefillChunk, ...], out: StepOutput) -> None:
+        pieces, pasts = [], []
+        for c in chunks:
+            assert c.seq.prompt is not None and c.start == c.seq.prefilled
+            pieces.append(c.seq.prompt[c.start : c.start + c.num_tokens])
+            pasts.append((c.seq.kv.k, c.seq.kv.v) if c.seq.kv is not None else None)
+        sampling = [(c.seq.sampling, c.seq.generator) if c.completes else None for c in chunks]
+        result = _run(prefill_steps(self.model, pieces, pasts, sampling))
+        for c, (k, v), first in zip(chunks, result.kvs, result.first_tokens, strict=True):
+            seq = c.seq
+            seq.kv = KVCache(k, v, self.fingerprint)
+            seq.prefilled += c.num_tokens
+            if c.completes:
+                assert first is not None and seq.prompt is not None
+                if self.prefix_cache is not None:
+                    self.prefix_cache.insert(seq.prompt, seq.cache_salt, k, v, seq.cache_shared)
+                out.tokens[seq] = first
+
+
+def _run(steps: Generator[None, None, PrefillOutput]) -> PrefillOutput:
+    from .model import run_to_end
+
+    return run_to_end(steps)

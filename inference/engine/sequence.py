@@ -116,7 +116,8 @@ class Sequence:
     submitted_at: float = field(default_factory=time.perf_counter)
     joined_at: float | None = None
     cached_tokens: int = 0
-    # Colocated engine only: the prompt, its prefix-cache salt, and how much of it has KV.
+    # Prompts the engine prefills itself (colocated): the prompt, its prefix-cache salt,
+    # and how many of its tokens have KV (in `kv`). None: the prompt's KV came with it.
     prompt: list[int] | None = None
     cache_salt: str | None = None
     cache_shared: SharedPrefix | None = None
@@ -143,6 +144,13 @@ class Sequence:
         self.handle._put(TokenEvent(self.request_id, index, token, now))
         if self.on_token is not None:
             self.on_token(self.request_id, index, token, now)
+        return self.done_reason(max_context)
+
+    def done_before_joining(self, eos_ids: frozenset[int], max_context: int) -> str | None:
+        """Whether the tokens a sequence arrives with (a prefill worker's first token)
+        already end it, so that it never joins a decode batch."""
+        if self.tokens and self.is_stop_token(self.tokens[-1], eos_ids):
+            return "stop"
         return self.done_reason(max_context)
 
     def done_reason(self, max_context: int) -> str | None:

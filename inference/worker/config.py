@@ -35,6 +35,8 @@ def worker_config_from_env() -> WorkerConfig:
     engine = EngineConfig(
         model=settings.TANDEM_MODEL,
         device=os.environ.get("TANDEM_DEVICE", "auto"),
+        # auto | bfloat16 | float32 | float16 | int8 (int8 weights, fp32 activations); what
+        # "auto" picks on this CPU for these weights: inference/engine/precision.py.
         dtype=os.environ.get("TANDEM_DTYPE", "auto"),
         num_threads=int(threads) if threads else None,
         cpu_affinity=_int_list(os.environ.get("TANDEM_CPU_AFFINITY")),

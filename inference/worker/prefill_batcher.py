@@ -16,7 +16,11 @@ lower priority), that forward pauses after its current layer while the newcomer'
 runs, then resumes. Only the less-served overtake (a flooding tenant never pauses a
 quiet one's forward), and a forward is overtaken at most once, so it cannot be starved;
 the overtaken batch pays one extra forward. Without this, a quiet tenant's time to first
-token doubled whenever its prompt landed during a flooding tenant's forward on a CPU."""
+token doubled whenever its prompt landed during a flooding tenant's forward on a CPU.
+
+Both rules are the engine scheduler's (inference/engine/scheduler.py: pick_batch,
+overtakers), pure functions beside the engine's other scheduling rules; this module owns
+the queue, the futures, the usage record and the thread that interleaves the forwards."""
 
 from __future__ import annotations
 
@@ -24,7 +28,6 @@ import itertools
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Generator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -32,6 +35,9 @@ from dataclasses import dataclass, field
 from ..engine.config import EngineConfig
 from ..engine.loader import LoadedModel
 from ..engine.prefill import PrefillEngine
+from ..engine.scheduler import overtakers, pick_batch
+
+__all__ = ["PrefillBatcher", "PrefillCancelled", "pick_batch"]
 
 log = logging.getLogger(__name__)
 
@@ -60,30 +66,6 @@ class _Job:
     @property
     def priority(self) -> int:
         return max(w.priority for w in self.batch)
-
-
-def pick_batch(waiting: list[_Waiting], max_batch: int, usage: dict | None = None) -> list[_Waiting]:
-    """Up to max_batch of `waiting`: by priority, then one per group in turn (the group
-    with the least `usage` first, then the one whose oldest request is oldest), oldest
-    first within a group."""
-    usage = usage or {}
-    chosen: list[_Waiting] = []
-    for prio in sorted({w.priority for w in waiting}, reverse=True):
-        groups: dict[object, deque[_Waiting]] = {}
-        for w in sorted(x for x in waiting if x.priority == prio):
-            groups.setdefault(w.group, deque()).append(w)
-        # sorted() is stable: equal usage keeps the order of each group's oldest request.
-        queues = sorted(groups.values(), key=lambda q: usage.get(q[0].group, 0.0))
-        while queues and len(chosen) < max_batch:
-            for q in list(queues):
-                chosen.append(q.popleft())
-                if not q:
-                    queues.remove(q)
-                if len(chosen) == max_batch:
-                    break
-        if len(chosen) == max_batch:
-            break
-    return chosen
 
 
 class _Usage:
@@ -166,10 +148,7 @@ class PrefillBatcher:
             usage = self._usage.now()
             if running:
                 current = running[-1]
-                busy = {w.group for w in current.batch}
-                least_busy = min(usage.get(g, 0.0) for g in busy)
-                eligible = [w for w in self._waiting if w.group not in busy and w.priority >= current.priority
-                            and usage.get(w.group, 0.0) < least_busy]
+                eligible = overtakers(self._waiting, current.batch, usage)
                 if not eligible:
                     return None
                 current.overtaken = True
