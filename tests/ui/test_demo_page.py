@@ -31,7 +31,7 @@ def test_the_demo_page_embeds_the_widget_with_the_snippet_and_a_visitor_chats_on
     expect(stop).to_be_visible()
     expect(stop).to_be_hidden(timeout=120_000)
     reply = Message.objects.get(role="assistant", conversation__tenant=tenant.tenant)
-    assert reply.status == "done" and reply.content.strip()
+    assert reply.status == "done" and reply.content.strip(), (reply.status, reply.error)
     bubble = page.locator("tandem-chat .msg.assistant").last
     assert bubble.inner_text().split()[:3] == reply.content.split()[:3]
 
