@@ -19,7 +19,7 @@ admission, and only the rest of the prompt is computed.
 from __future__ import annotations
 
 from .config import EngineConfig
-from .decode import DecodeRequest, scheduler_config
+from .decode import DecodeRequest, decoding_sequence, scheduler_config
 from .engine_loop import DecodeStats, EngineLoop
 from .loader import LoadedModel
 from .prefix_cache import PrefixCache, SharedPrefix
@@ -80,18 +80,7 @@ class ColocatedEngine:
     def resume(self, req: DecodeRequest) -> StreamHandle:
         """Continue a sequence another worker started (it died): `req` carries the tokens
         already produced and the KV of prompt + all but the last; no prefill here."""
-        tokens = req.tokens
-        if req.kv.length != len(req.prompt_token_ids) + len(tokens) - 1:
-            raise ValueError(f"KV length {req.kv.length} != prompt length {len(req.prompt_token_ids)}"
-                             f" + {len(tokens) - 1} earlier output tokens")
-        seq = Sequence(
-            request_id=req.request_id, prompt_len=len(req.prompt_token_ids), sampling=req.sampling,
-            tokens=tokens, handle=StreamHandle(req.request_id, self.cancel),
-            on_token=req.on_token, on_finish=req.on_finish, stop_checker=req.stop_checker,
-            priority=req.priority, group=req.group, group_max_slots=req.group_max_slots,
-            # A seeded sequence draws one number per token: skip those its tokens used.
-            generator=make_generator(req.sampling, tokens_done=len(tokens)), kv=req.kv,
-        )
+        seq = decoding_sequence(req, self.cancel)
         self.loop.enqueue(seq)
         return seq.handle
 

@@ -59,6 +59,23 @@ def scheduler_config(config: EngineConfig, *, chunked_prefill: bool = False) -> 
     )
 
 
+def decoding_sequence(req: DecodeRequest, cancel) -> Sequence:
+    """The sequence of a request whose KV is computed (a prefill's, or a resumed one's):
+    it joins the batch at its next token."""
+    tokens = req.tokens
+    if req.kv.length != len(req.prompt_token_ids) + len(tokens) - 1:
+        raise ValueError(f"KV length {req.kv.length} != prompt length {len(req.prompt_token_ids)}"
+                         f" + {len(tokens) - 1} earlier output tokens")
+    return Sequence(
+        request_id=req.request_id, prompt_len=len(req.prompt_token_ids), sampling=req.sampling,
+        tokens=tokens, handle=StreamHandle(req.request_id, cancel),
+        on_token=req.on_token, on_finish=req.on_finish, stop_checker=req.stop_checker,
+        priority=req.priority, group=req.group, group_max_slots=req.group_max_slots,
+        # A seeded sequence draws one number per token: skip those its tokens used.
+        generator=make_generator(req.sampling, tokens_done=len(tokens)), kv=req.kv,
+    )
+
+
 class DecodeEngine:
     def __init__(self, model: LoadedModel, config: EngineConfig, *, start: bool = True):
         self.config = config
@@ -77,18 +94,7 @@ class DecodeEngine:
                 f"KV for {req.request_id} was computed with model {req.kv.model_fingerprint}, "
                 f"this engine serves {self.fingerprint}"
             )
-        tokens = req.tokens
-        if req.kv.length != len(req.prompt_token_ids) + len(tokens) - 1:
-            raise ValueError(f"KV length {req.kv.length} != prompt length {len(req.prompt_token_ids)}"
-                             f" + {len(tokens) - 1} earlier output tokens")
-        seq = Sequence(
-            request_id=req.request_id, prompt_len=len(req.prompt_token_ids), sampling=req.sampling,
-            tokens=tokens, handle=StreamHandle(req.request_id, self.cancel),
-            on_token=req.on_token, on_finish=req.on_finish, stop_checker=req.stop_checker,
-            priority=req.priority, group=req.group, group_max_slots=req.group_max_slots,
-            # A seeded sequence draws one number per token: skip those its tokens used.
-            generator=make_generator(req.sampling, tokens_done=len(tokens)), kv=req.kv,
-        )
+        seq = decoding_sequence(req, self.cancel)
         self.loop.enqueue(seq)
         return seq.handle
 
