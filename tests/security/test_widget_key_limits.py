@@ -27,7 +27,9 @@ def send(created, visitor: Visitor, ip: str):
 def test_a_flood_from_one_visitor_and_one_ip_leaves_other_visitors_of_the_tenant_served(settings):
     settings.TANDEM_WIDGET_VISITOR_RPM, settings.TANDEM_WIDGET_IP_RPM = 3, 6
     settings.TANDEM_WIDGET_VISITOR_STREAMS = settings.TANDEM_WIDGET_IP_STREAMS = 100
-    created = make_tenant(requests_per_minute=10)
+    # One-token replies: the admitted requests reach the session's platform too, and must not
+    # hold its two decode slots for the tests after this one.
+    created = make_tenant(requests_per_minute=10, max_output_tokens=1)
     attacker = Visitor(visitor_id="attacker")
     refused = []
     for _ in range(3):
