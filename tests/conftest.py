@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 # The running platform (daphne + worker processes), shared by the pipeline and API tests.
-pytest_plugins = ["tests.platform_fixtures"]
+pytest_plugins = ["tests.platform_fixtures", "tests.browser"]
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 if "REDIS_URL" not in os.environ:

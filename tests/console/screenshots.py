@@ -28,7 +28,7 @@ from tenants import quotas, services
 from tenants.audit import Actor
 from tenants.models import ApiKey, ComputePool, Membership, UsageRecord
 from tests.console.conftest import PASSWORD, user
-from tests.console.test_browser import browser, orm_beside_playwright, sign_in  # noqa: F401 (fixtures)
+from tests.console.test_browser import sign_in
 
 OUT = os.environ.get("TANDEM_CONSOLE_SCREENSHOTS", "docs/console")
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]

@@ -4,9 +4,6 @@ People reach things the way a person does: by link text, field labels and button
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import httpx
 import openai
 import pytest
@@ -17,35 +14,7 @@ from tests.console.conftest import PASSWORD, forget_quota_counters, user
 from tests.factories import make_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-CHROMIUM = os.environ.get("TANDEM_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 TIMEOUT_MS = 20_000
-
-
-@pytest.fixture(scope="module")
-def orm_beside_playwright():
-    # Playwright's sync API runs an event loop in this thread while the browser is open,
-    # which makes Django refuse the tests' ORM calls as "async"; they are plain sync code.
-    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    yield
-    if before is None:
-        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
-    else:
-        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
-
-
-@pytest.fixture(scope="module")
-def browser(orm_beside_playwright):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
-
 
 @pytest.fixture
 def page(browser):
