@@ -47,6 +47,16 @@ MAX_FRAME_BYTES = 64 * 1024
 CLOSE_UNAUTHORIZED, CLOSE_FORBIDDEN = 4401, 4403
 
 
+def in_db(fn):
+    """`fn` run in the event loop's executor, not thread-sensitive: a socket's database
+    work (a connect's key check, a submission) runs side by side with other sockets'
+    instead of queueing behind all of it on daphne's one sync thread. The services keep
+    no thread-bound state; the database connection is the executor thread's own, and
+    database_sync_to_async closes it there, before and after the call, once it is too
+    old or broken."""
+    return database_sync_to_async(fn, thread_sensitive=False)
+
+
 class ChatConsumer(AsyncWebsocketConsumer):
     # Tokens never travel through the channel layer (it drops messages at capacity), and
     # this consumer receives nothing else from it: do not hold a layer channel open.
@@ -55,7 +65,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         self.api_key = None
         self.followers: dict[str, asyncio.Task] = {}
-        self.counted = self.idle_task = None
+        self.counted_ip = self.counted_key = self.idle_task = None
         self.frames = sockets.FrameBucket()
         self.last_frame_at = time.monotonic()
         self.redis = sockets.shared_async_redis()
@@ -65,10 +75,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
         headers = dict(self.scope.get("headers", []))
         origin = headers.get(b"origin", b"").decode() or None
         await self.accept()
+        # The address's cap first: a peer over it costs no Redis read and no query.
+        if not sockets.sockets.open_ip(self.client_ip):
+            await self._too_many("address")
+            return
+        self.counted_ip = self.client_ip
         # The change counter before the read: a change that commits after it is noticed.
         version = await changes.aversion(self.redis)
         try:
-            api_key = await database_sync_to_async(api_key_authenticate)(
+            api_key = await in_db(api_key_authenticate)(
                 plaintext=(query.get("key") or [""])[0], kind=ApiKey.Kind.WIDGET
             )
         except AuthenticationFailed as exc:
@@ -100,13 +115,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         if issued:
             await self._send({"type": "visitor", "token": issued})
-        over = sockets.sockets.open(key_id=api_key.pk, ip=self.client_ip)
-        if over:
-            await self._error("too_many_connections",
-                              f"Too many open chat connections for this {'key' if over == 'key' else 'address'}.")
-            await self.close(code=sockets.CLOSE_TOO_MANY)
+        if not sockets.sockets.open_key(api_key.pk):
+            await self._too_many("key")
             return
-        self.counted = (api_key.pk, self.client_ip)
+        self.counted_key = api_key.pk
         self.api_key = api_key
         self.key_version, self.key_read_at = version, time.monotonic()
         self.idle_task = asyncio.create_task(sockets.close_when_idle(self))
@@ -119,10 +131,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.live.stop()
         if self.idle_task is not None:
             self.idle_task.cancel()
-        if self.counted is not None:
-            key_id, ip = self.counted
-            sockets.sockets.close(key_id=key_id, ip=ip)
-            self.counted = None
+        sockets.sockets.close(key_id=self.counted_key, ip=self.counted_ip)
+        self.counted_ip = self.counted_key = None
         # The Redis client is the process's shared one: not closed here.
 
     async def receive(self, text_data=None, bytes_data=None):
@@ -171,12 +181,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         # reads them again if it did), and they are read again at their maximum age.
         refresh = self._key_aged()
         try:
-            # Not thread-sensitive: submissions run in the event loop's executor, side by
-            # side, instead of queueing behind every other socket's database work on
-            # daphne's one sync thread. chat_submit keeps no thread-bound state; the
-            # database connection is the executor thread's own, and database_sync_to_async
-            # closes it there, before and after the call, once it is too old or broken.
-            sub = await database_sync_to_async(services.chat_submit, thread_sensitive=False)(
+            sub = await in_db(services.chat_submit)(
                 api_key=self.api_key, messages=[("user", frame.get("text"))],
                 conversation_id=conversation, channel=Conversation.Channel.WIDGET,
                 visitor=self.visitor, key_version=self.key_version, refresh_key=refresh,
@@ -222,7 +227,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if version == self.key_version and not self._key_aged():
             return True
         try:
-            self.api_key = await database_sync_to_async(api_key_refresh)(api_key=self.api_key)
+            self.api_key = await in_db(api_key_refresh)(api_key=self.api_key)
             self.visitor = visitor_recheck(tenant=self.api_key.tenant, visitor=self.visitor)
         except (AuthenticationFailed, IdentityRefused) as exc:
             await self._refuse(exc)
@@ -245,7 +250,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if not await self._key_still_works():
             return
         try:
-            await database_sync_to_async(services.chat_cancel)(
+            await in_db(services.chat_cancel)(
                 tenant=self.api_key.tenant, message_id=frame.get("message"), visitor=self.visitor)
         except services.NotFound as exc:
             await self._error(exc.code, str(exc))
@@ -258,7 +263,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if not await self._key_still_works():
             return
         try:
-            msg = await database_sync_to_async(services.message_get)(
+            msg = await in_db(services.message_get)(
                 tenant=self.api_key.tenant, message_id=frame.get("message"), visitor=self.visitor)
         except services.NotFound as exc:
             await self._error(exc.code, str(exc))
@@ -277,7 +282,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         conversation = frame.get("conversation")
         mark = await self.live.mark(conversation) if isinstance(conversation, str) and len(conversation) <= 64 else "$"
         try:
-            transcript = await database_sync_to_async(selectors.conversation_transcript)(
+            transcript = await in_db(selectors.conversation_transcript)(
                 tenant=self.api_key.tenant, conversation_id=frame.get("conversation"), visitor=self.visitor)
         except services.NotFound as exc:
             await self._error(exc.code, str(exc))
@@ -310,6 +315,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
             if self.followers.get(request_id) is asyncio.current_task():
                 del self.followers[request_id]
             self.last_frame_at = time.monotonic()  # the idle timeout counts from the reply's end
+
+    async def _too_many(self, per: str):
+        await self._error("too_many_connections", f"Too many open chat connections for this {per}.")
+        await self.close(code=sockets.CLOSE_TOO_MANY)
 
     async def _send(self, payload: dict):
         await self.send(text_data=json.dumps(payload))

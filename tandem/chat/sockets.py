@@ -43,20 +43,26 @@ class SocketCounts:
         self.per_key: Counter = Counter()
         self.per_ip: Counter = Counter()
 
-    def open(self, *, key_id: int, ip: str) -> str | None:
-        """Count one more socket, or say why not ("key" or "ip") and count nothing."""
-        if self.per_key[key_id] >= settings.TANDEM_WS_MAX_PER_KEY:
-            return "key"
+    def open_ip(self, ip: str) -> bool:
+        """Count one more socket from `ip`, or False (counting nothing) at its cap. An
+        unknown address (no client in the scope) is not capped."""
         if ip and self.per_ip[ip] >= settings.TANDEM_WS_MAX_PER_IP:
-            return "ip"
-        self.per_key[key_id] += 1
+            return False
         if ip:
             self.per_ip[ip] += 1
-        return None
+        return True
 
-    def close(self, *, key_id: int, ip: str) -> None:
+    def open_key(self, key_id: int) -> bool:
+        """Count one more socket of widget key `key_id`, or False at its cap."""
+        if self.per_key[key_id] >= settings.TANDEM_WS_MAX_PER_KEY:
+            return False
+        self.per_key[key_id] += 1
+        return True
+
+    def close(self, *, key_id: int | None, ip: str | None) -> None:
+        """Release what `open_ip`/`open_key` counted (None: that one was not counted)."""
         for counter, name in ((self.per_key, key_id), (self.per_ip, ip)):
-            if name in counter:
+            if name is not None and name in counter:
                 counter[name] -= 1
                 if counter[name] <= 0:
                     del counter[name]

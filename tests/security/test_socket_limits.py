@@ -6,6 +6,8 @@ process (so each test sets its own limits) against the session's real Redis and 
 from __future__ import annotations
 
 import asyncio
+import faulthandler
+import sys
 from contextlib import asynccontextmanager
 
 import pytest
@@ -18,6 +20,20 @@ from tests.factories import make_tenant
 from tests.platform_fixtures import ORIGIN
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def run_sockets(main):
+    """asyncio.run(main()), and when it times out, where every task and thread stood (a
+    hang here once failed CI and left nothing to read)."""
+    async def watched():
+        try:
+            return await main()
+        except TimeoutError:
+            for task in asyncio.all_tasks():
+                task.print_stack(file=sys.stderr)
+            faulthandler.dump_traceback(all_threads=True)
+            raise
+    return asyncio.run(watched())
 
 
 @asynccontextmanager
@@ -67,7 +83,27 @@ def test_sockets_over_the_cap_per_ip_are_refused_and_another_ip_is_not(settings)
                     "conversation_not_found"
         async with socket(key) as again:  # the closed ones freed their places
             assert (await answer(again, {"type": "history", "conversation": "x"}))["type"] == "error"
-    asyncio.run(run())
+    run_sockets(run)
+
+
+def test_sockets_over_the_cap_per_key_are_refused_from_any_address_and_refusals_hold_no_place(settings):
+    settings.TANDEM_WS_MAX_PER_KEY = 1
+    key = make_tenant(origins=[ORIGIN]).widget_key.plaintext
+    other = make_tenant(origins=[ORIGIN]).widget_key.plaintext
+
+    async def run():
+        async with socket(key, ip="192.0.2.10") as first:
+            assert (await answer(first, {"type": "history", "conversation": "x"}))["code"] == "conversation_not_found"
+            for ip in ("192.0.2.10", "192.0.2.11"):
+                async with socket(key, ip=ip) as refused:
+                    frames, code = await frames_until_close(refused)
+                    assert frames[-1]["code"] == "too_many_connections" and code == 4429
+            async with socket(other, ip="192.0.2.11") as another_key:
+                assert (await answer(another_key, {"type": "history", "conversation": "x"}))["code"] == \
+                    "conversation_not_found"
+        async with socket(key, ip="192.0.2.11") as again:
+            assert (await answer(again, {"type": "history", "conversation": "x"}))["code"] == "conversation_not_found"
+    run_sockets(run)
 
 
 def test_sockets_share_one_redis_pool_instead_of_one_each():
@@ -90,7 +126,7 @@ def test_sockets_share_one_redis_pool_instead_of_one_each():
             for comm in comms:
                 await comm.disconnect(timeout=20)
             return grown
-    assert asyncio.run(run()) <= 2, "each socket opened a Redis connection of its own"
+    assert run_sockets(run) <= 2, "each socket opened a Redis connection of its own"
     assert before >= 1
 
 
@@ -102,7 +138,7 @@ def test_an_idle_socket_is_closed(settings):
         async with socket(key) as idle:
             frames, code = await frames_until_close(idle, timeout=10)
             assert frames[-1]["code"] == "idle_timeout" and code == 4408
-    asyncio.run(run())
+    run_sockets(run)
 
 
 def test_frames_beyond_the_sockets_rate_get_rate_limited_without_a_database_query(settings):
@@ -114,7 +150,7 @@ def test_frames_beyond_the_sockets_rate_get_rate_limited_without_a_database_quer
             codes = [(await answer(comm, {"type": "resume", "message": "00000000-0000-0000-0000-000000000000"}))["code"]
                      for _ in range(30)]
         return codes
-    codes = asyncio.run(run())
+    codes = run_sockets(run)
     assert codes.count("rate_limited") >= 24 and codes[:5] == ["message_not_found"] * 5
 
 
@@ -130,5 +166,5 @@ def test_a_widget_socket_cannot_resume_or_append_to_a_rest_conversation():
                 {"type": "resume", "message": reply, "after": -1},
                 {"type": "message", "text": "appended?", "conversation": conv},
                 {"type": "history", "conversation": conv}]]
-    assert asyncio.run(run()) == ["message_not_found", "conversation_not_found", "conversation_not_found"]
+    assert run_sockets(run) == ["message_not_found", "conversation_not_found", "conversation_not_found"]
     assert sub.conversation.messages.count() == 2
