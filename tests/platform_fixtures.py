@@ -5,6 +5,7 @@ for token with Hugging Face's), the test database and the test Redis."""
 from __future__ import annotations
 
 import json
+import time
 from contextlib import contextmanager
 from urllib.parse import quote
 
@@ -13,6 +14,7 @@ import websockets.sync.client as ws_client
 
 from devstack.processes import database_url, new_log_dir, running_platform
 from inference.engine.prepare import DEFAULT_DIR, prepare_model
+from inference.wire.connections import get_redis
 
 ORIGIN = "http://testserver"
 DECODE_SLOTS = 2
@@ -48,6 +50,40 @@ def platform(django_db_setup, django_db_blocker, model_dir):
                                      **LOAD_GENERATOR_LIMITS},
                           log_dir=new_log_dir("tests")) as p:
         yield p
+
+
+@pytest.fixture(autouse=True)
+def platform_idle(request):
+    """A test that drives the session platform starts with its workers holding nothing.
+    An earlier test may have left replies running that nobody follows (a submission
+    through the services, a socket closed mid-reply): their listener lease lets them run
+    on for streams.LISTENER_TTL_S, in the decode slots this test's reply then waits for
+    past its stall timeout. They are cancelled here and waited out."""
+    if "platform" in request.fixturenames:
+        settle(get_redis(), timeout=60)
+
+
+def settle(client, *, timeout: float) -> None:
+    """Cancel every request a live worker holds or has been sent, and wait until none
+    holds one."""
+    from inference.pipeline.submit import request_cancel
+    from inference.wire import keys
+    from inference.wire.workers import live_workers
+
+    def held() -> set[str]:  # by live workers: a dead one's requests migrate without it
+        names = [w["name"] for w in live_workers(client)]
+        pipe = client.pipeline(transaction=False)
+        for name in names:
+            pipe.smembers(keys.worker_requests(name))
+        return {r.decode() for members in pipe.execute() for r in members}
+
+    sent = {k.decode().rsplit(":", 1)[1] for k in client.scan_iter(match=keys.SENT_PATTERN, count=500)}
+    for request_id in held() | sent:
+        request_cancel(request_id=request_id)
+    deadline = time.monotonic() + timeout
+    while (left := held()):
+        assert time.monotonic() < deadline, f"cancelled requests still held by workers: {sorted(left)}"
+        time.sleep(0.02)
 
 
 @pytest.fixture(scope="session")
