@@ -24,7 +24,7 @@ def inbox_list(*, tenant: Tenant, agent=None) -> list[dict]:
     now = timezone.now()
     out = []
     for c in rows:
-        last = (c.messages.filter(role=Message.Role.USER).order_by("-created_at")
+        last = (c.messages.filter(role=Message.Role.USER).order_by("-seq")
                 .values_list("content", flat=True).first())
         out.append({"conversation": c, "waiting_s": (now - (c.handoff_at or c.updated_at)).total_seconds(),
                     "last": last or "", "mine": agent is not None and c.assignee_id == agent.pk})
@@ -34,7 +34,7 @@ def inbox_list(*, tenant: Tenant, agent=None) -> list[dict]:
 
 def inbox_transcript(conversation: Conversation) -> list[Message]:
     return list(conversation.messages.filter(~Q(content="") | Q(role=Message.Role.USER))
-                .select_related("author").order_by("created_at"))
+                .select_related("author").order_by("seq"))
 
 
 def handoff_stats(*, tenant: Tenant) -> dict:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
+from django.db.models import F
 
 
 class Conversation(models.Model):
@@ -49,6 +50,8 @@ class Conversation(models.Model):
     claimed_at = models.DateTimeField(null=True, blank=True)
     first_human_reply_at = models.DateTimeField(null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
+    # The last `Message.seq` handed out in this conversation (`allocate_seq`).
+    message_seq = models.PositiveBigIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["-updated_at"]
@@ -61,6 +64,40 @@ class Conversation(models.Model):
 
     def __str__(self) -> str:
         return f"conversation {self.id} ({self.tenant_id})"
+
+    def save(self, *args, **kwargs):
+        # A full save of a copy read before messages were added would write its stale
+        # counter back and hand out the same `Message.seq` twice: only allocate_seq
+        # writes it, by an UPDATE of its own.
+        if not self._state.adding and kwargs.get("update_fields") is None:
+            kwargs["update_fields"] = [f.name for f in self._meta.concrete_fields
+                                       if not f.primary_key and f.name != "message_seq"]
+        super().save(*args, **kwargs)
+
+
+def allocate_seq(conversation_id, n: int = 1) -> int:
+    """The first of `n` new message numbers of the conversation, strictly above every one
+    handed out before. One conditional UPDATE of the conversation's counter: the row lock
+    (PostgreSQL) or the write lock (SQLite) orders concurrent writers, so two messages
+    never share a number, whatever their clocks say."""
+    with transaction.atomic():
+        Conversation.objects.filter(pk=conversation_id).update(message_seq=F("message_seq") + n)
+        last = Conversation.objects.filter(pk=conversation_id).values_list("message_seq", flat=True).get()
+    return last - n + 1
+
+
+class MessageQuerySet(models.QuerySet):
+    def bulk_create(self, objs, *args, **kwargs):
+        objs = list(objs)
+        by_conversation: dict = {}
+        for m in objs:
+            if not m.seq:
+                by_conversation.setdefault(m.conversation_id, []).append(m)
+        for cid, rows in by_conversation.items():
+            first = allocate_seq(cid, len(rows))
+            for i, m in enumerate(rows):  # in the order given: the order they were said in
+                m.seq = first + i
+        return super().bulk_create(objs, *args, **kwargs)
 
 
 class Message(models.Model):
@@ -97,10 +134,22 @@ class Message(models.Model):
     duration_ms = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The message's place in its conversation (allocate_seq): strictly increasing in the
+    # order messages were written. Transcripts are read in this order, never by
+    # created_at, which ties (messages of one request, a coarse clock) and can run
+    # backwards between hosts.
+    seq = models.PositiveBigIntegerField(default=0, editable=False)
+
+    objects = MessageQuerySet.as_manager()
 
     class Meta:
-        ordering = ["created_at"]
-        indexes = [models.Index(fields=["conversation", "created_at"])]
+        ordering = ["seq"]
+        indexes = [models.Index(fields=["conversation", "created_at"]), models.Index(fields=["conversation", "seq"])]
+
+    def save(self, *args, **kwargs):
+        if self._state.adding and not self.seq:
+            self.seq = allocate_seq(self.conversation_id)
+        super().save(*args, **kwargs)
 
     def __str__(self) -> str:
         return f"{self.role} message {self.id}"

@@ -100,7 +100,7 @@ def conversation_create(*, tenant: Tenant, channel: str, visitor_id: str = "") -
 def conversation_messages(*, tenant: Tenant, conversation_id) -> list[Message]:
     """A conversation's transcript, oldest first (NotFound when it is not the tenant's)."""
     conversation = conversation_get(tenant=tenant, conversation_id=conversation_id)
-    return list(conversation.messages.order_by("created_at"))
+    return list(conversation.messages.order_by("seq"))
 
 
 def route_is_served(route: Route) -> bool:
@@ -119,7 +119,7 @@ def prompt_history(conversation: Conversation, *, max_prompt_tokens: int) -> lis
     `max_prompt_tokens` could hold more; the CPU tier trims the rest by tokens)."""
     rows = conversation.messages.exclude(content="").exclude(role=Message.Role.NOTE).exclude(
         role=Message.Role.ASSISTANT, status__in=[Message.Status.FAILED, Message.Status.CANCELLED]
-    ).order_by("-created_at").values_list("role", "content")[: settings.TANDEM_HISTORY_MAX_MESSAGES]
+    ).order_by("-seq").values_list("role", "content")[: settings.TANDEM_HISTORY_MAX_MESSAGES]
     room = max_prompt_tokens * settings.TANDEM_HISTORY_CHARS_PER_TOKEN
     kept: list[dict] = []
     for role, content in rows:
@@ -241,8 +241,8 @@ def chat_submit(
                                                            **owner)
             else:
                 conversation.save(update_fields=["updated_at"])  # a new one is created with it set
-            # The new messages and the queued reply in one INSERT (in this order: they are
-            # ordered by created_at, which each row takes as it is saved).
+            # The new messages and the queued reply in one INSERT, numbered (Message.seq)
+            # in this order.
             assistant = Message(id=request_id, conversation=conversation, role=Message.Role.ASSISTANT,
                                 status=Message.Status.QUEUED)
             Message.objects.bulk_create(

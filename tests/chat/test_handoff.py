@@ -6,6 +6,7 @@ runs in-process for the "asks in words" case."""
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 
 import pytest
 from django.db import connection
@@ -148,3 +149,30 @@ def test_a_tenant_that_turns_the_words_off_keeps_the_bot(site):
     spec = ownership.handover_spec(tenant=tenant, channel="widget")
     from inference.text.handover import asks_for_person
     assert not asks_for_person("talk to a human", spec["handover_patterns"])
+
+
+def test_a_transcript_keeps_the_order_messages_were_written_in_whatever_their_clocks_say(site):
+    tenant, _, visitor, conv = site
+    agent = UserFactory(first_name="Maya")
+    ownership.conversation_claim(conversation=conv, agent=agent)
+    with pytest.raises(ownership.HeldForPerson):
+        send(site, "1 my parcel")
+    ownership.agent_message(conversation=conv, agent=agent, text="2 let me look")
+    with pytest.raises(ownership.HeldForPerson):
+        send(site, "3 thanks")
+    rows = list(Message.objects.filter(conversation=conv).order_by("seq"))
+    # Written in one second (a tie), and the last one on a host whose clock is behind.
+    first = rows[0].created_at
+    Message.objects.filter(pk__in=[rows[0].pk, rows[1].pk]).update(created_at=first)
+    Message.objects.filter(pk=rows[2].pk).update(created_at=first.replace(microsecond=0) - timedelta(seconds=1))
+    from tandem.chat import inbox, selectors
+    from tandem.console import selectors as console_selectors
+    said = ["1 my parcel", "2 let me look", "3 thanks"]
+    assert [m.content for m in inbox.inbox_transcript(conv)] == said
+    assert [m["text"] for m in selectors.conversation_transcript(
+        tenant=tenant, conversation_id=conv.pk, visitor=visitor)["messages"]] == said
+    assert [m.content for m in services.conversation_messages(tenant=tenant, conversation_id=conv.pk)] == said
+    assert [i["message"].content for i in console_selectors.transcript(conv)] == said
+    history = services.prompt_history(conv, max_prompt_tokens=tenant.quota.max_prompt_tokens)
+    assert [m["content"] for m in history] == said
+    assert inbox.inbox_list(tenant=tenant)[0]["last"] == "3 thanks"
