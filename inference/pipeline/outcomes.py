@@ -17,6 +17,7 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from knowledge.services import citations_record
+from tandem.chat import assignment
 from tandem.chat.models import Conversation, Message
 from tenants import quotas
 from tenants.models import UsageRecord
@@ -82,9 +83,22 @@ def request_handover(*, request_id: str, text: str) -> bool:
     client = get_redis()
     streams.publish(client, request_id, [streams.token_record(0, text, -1), streams.end_record(HANDOVER, _NO_USAGE)])
     if moved:
-        events.publish(client, str(conversation_id), {"type": "handoff", "state": H.PENDING_HUMAN, "agent": ""})
+        handed_over(client, conversation_id)
     _quota_release(request_id=request_id)
     return True
+
+
+def handed_over(client: redis.Redis, conversation_id) -> None:
+    """Tell the conversation's sockets it waits for a person (offline when no agent is
+    online), then give it to the next agent when the tenant assigns round-robin."""
+    conversation = Conversation.objects.select_related("tenant").get(pk=conversation_id)
+    H = Conversation.Handoff
+    events.publish(client, str(conversation_id),
+                   assignment.state_event(state=H.PENDING_HUMAN, agent=None, tenant_id=conversation.tenant_id))
+    agent = assignment.assign_round_robin(conversation_id=conversation_id, tenant=conversation.tenant)
+    if agent is not None:
+        events.publish(client, str(conversation_id),
+                       assignment.state_event(state=H.HUMAN, agent=agent, tenant_id=conversation.tenant_id))
 
 
 def request_finish(*, spec: RequestSpec, outcome: ReplyOutcome) -> bool:

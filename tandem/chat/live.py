@@ -14,18 +14,18 @@ from channels.db import database_sync_to_async
 
 from inference.wire import events
 
-from . import ownership, services
+from . import assignment, ownership, services
 
 log = logging.getLogger(__name__)
 TYPING_EVERY_S = 2.0  # at most one typing event a visitor sends on, per this many seconds
 
 
-def _ask(*, tenant, visitor, conversation_id) -> tuple[str, str]:
+def _ask(*, tenant, visitor, conversation_id) -> tuple[str, dict]:
     conv = (services.conversation_get(tenant=tenant, conversation_id=conversation_id, visitor=visitor)
             if conversation_id else None)
     conv = ownership.visitor_asks_for_person(conversation=conv,
                                              create={"tenant": tenant, **visitor.conversation_fields()})
-    return str(conv.pk), conv.handoff
+    return str(conv.pk), assignment.state_event(state=conv.handoff, agent=conv.assignee, tenant_id=tenant.pk)
 
 
 def widget_frame(conversation_id: str, event: dict) -> dict | None:
@@ -37,8 +37,11 @@ def widget_frame(conversation_id: str, event: dict) -> dict | None:
         return {"type": "agent_message", "conversation": conversation_id, "id": event["id"],
                 "text": event["text"], "author": event["author"]}
     if kind == "handoff":
-        return {"type": "handoff", "conversation": conversation_id, "state": event["state"],
-                "agent": event.get("agent", "")}
+        frame = {"type": "handoff", "conversation": conversation_id, "state": event["state"],
+                 "agent": event.get("agent", "")}
+        if event.get("offline"):
+            frame["offline"] = True
+        return frame
     if kind == "typing" and event.get("from") == "agent":
         return {"type": "typing", "conversation": conversation_id, "name": event.get("name", "")}
     return None
@@ -95,13 +98,14 @@ class WidgetLive:
             return
         c = self.consumer
         try:
-            cid, state = await database_sync_to_async(_ask)(tenant=c.api_key.tenant, visitor=c.visitor,
+            cid, event = await database_sync_to_async(_ask)(tenant=c.api_key.tenant, visitor=c.visitor,
                                                             conversation_id=cid)
         except services.NotFound as exc:
             await c._error(exc.code, str(exc))
             return
         await c._send({"type": "conversation", "id": cid})
-        await c._send({"type": "handoff", "conversation": cid, "state": state, "agent": ""})
+        # Watched from after the events this request published, which the frame sums up.
+        await c._send(widget_frame(cid, {**event, "audience": events.ALL}))
         self.watch(cid)
 
     async def on_typing(self, frame: dict) -> None:

@@ -157,3 +157,25 @@ class Message(models.Model):
     @property
     def is_final(self) -> bool:
         return self.status in {self.Status.DONE, self.Status.FAILED, self.Status.CANCELLED}
+
+
+class AgentPresence(models.Model):
+    """Whether an agent of a tenant takes conversations now (tandem.chat.assignment): they
+    said so (`status`), and one of their console pages or agent sockets was heard from
+    lately (`seen_at`), so a closed laptop does not stay "online"."""
+
+    class Status(models.TextChoices):
+        ONLINE = "online"
+        AWAY = "away"
+
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="agent_presence")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.AWAY)
+    seen_at = models.DateTimeField(null=True, blank=True)
+    last_assigned_at = models.DateTimeField(null=True, blank=True)  # round-robin's turn order
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant", "user"], name="uniq_agent_presence")]
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.tenant_id}: {self.status}"

@@ -20,7 +20,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from inference.wire import events
 from inference.wire.connections import get_async_redis
-from tandem.chat import ownership
+from tandem.chat import assignment, ownership
 from tandem.chat.models import Conversation
 from tenants import membership
 from tenants.membership import Can
@@ -30,12 +30,13 @@ CLOSE_NOT_FOUND, CLOSE_FORBIDDEN, CLOSE_UNAUTHORIZED = 4404, 4403, 4401
 MAX_FRAME_BYTES = 4096
 
 
-def _resolve(user, slug, conversation_id) -> tuple[str, str]:
-    """(conversation id, the agent's display name), or NotVisible / NotAllowed."""
+def _resolve(user, slug, conversation_id) -> tuple[str, str, object]:
+    """(conversation id, the agent's display name, the tenant), or NotVisible / NotAllowed."""
     access = membership.tenant_access(user=user, slug=slug, need=Can.VIEW)
     conv = membership.tenant_object(access, Conversation.objects.all(), what="conversation", pk=conversation_id)
     access.require(Can.INBOX)
-    return str(conv.pk), ownership.display_name(user)
+    assignment.presence_seen(tenant=access.tenant, agent=user)
+    return str(conv.pk), ownership.display_name(user), access.tenant
 
 
 class AgentConsumer(AsyncWebsocketConsumer):
@@ -50,7 +51,8 @@ class AgentConsumer(AsyncWebsocketConsumer):
             return
         kw = self.scope["url_route"]["kwargs"]
         try:
-            self.conversation_id, self.name = await database_sync_to_async(_resolve)(
+            self.user = user
+            self.conversation_id, self.name, self.tenant = await database_sync_to_async(_resolve)(
                 user, kw["slug"], kw["conversation_id"])
         except membership.NotAllowed:
             await self._close(CLOSE_FORBIDDEN, "forbidden", "Your role may not use the inbox.")
@@ -75,7 +77,11 @@ class AgentConsumer(AsyncWebsocketConsumer):
     async def _forward(self):
         try:
             async for event in events.tail(self.redis, self.conversation_id):
-                if event["type"] != "idle":
+                if event["type"] == "idle":
+                    # An open socket keeps its agent online (the write is throttled there).
+                    await database_sync_to_async(assignment.presence_seen)(
+                        tenant=self.tenant, agent=self.user)
+                else:
                     event.pop("audience", None)
                     await self.send(text_data=json.dumps(event))
         except asyncio.CancelledError:

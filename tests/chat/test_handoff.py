@@ -176,3 +176,30 @@ def test_a_transcript_keeps_the_order_messages_were_written_in_whatever_their_cl
     history = services.prompt_history(conv, max_prompt_tokens=tenant.quota.max_prompt_tokens)
     assert [m["content"] for m in history] == said
     assert inbox.inbox_list(tenant=tenant)[0]["last"] == "3 thanks"
+
+
+def test_two_agents_reassigning_at_the_same_moment_make_exactly_one_owner(site):
+    conv = site[3]
+    first, *others = [UserFactory(), UserFactory(), UserFactory()]
+    ownership.conversation_claim(conversation=conv, agent=first)
+    barrier, won, lost = threading.Barrier(2), [], []
+
+    def assign(to):
+        try:
+            mine = Conversation.objects.get(pk=conv.pk)  # both saw `first` as the owner
+            barrier.wait()
+            ownership.conversation_assign(conversation=mine, to=to, by=to)
+            won.append(to)
+        except ownership.Stale:
+            lost.append(to)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=assign, args=(a,)) for a in others]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(won) == 1 and len(lost) == 1
+    conv.refresh_from_db()
+    assert conv.assignee == won[0]
