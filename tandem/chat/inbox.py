@@ -10,7 +10,7 @@ from django.utils import timezone
 from tenants.access import access_list
 from tenants.models import Tenant
 
-from .models import Conversation, Message
+from .models import Conversation, Message, OfflineMessage
 
 H = Conversation.Handoff
 INBOX_LIMIT = 100
@@ -32,8 +32,13 @@ def inbox_list(*, tenant: Tenant, agent=None) -> list[dict]:
     return out
 
 
+def offline_list(*, tenant: Tenant, limit: int = 50) -> list[OfflineMessage]:
+    """What visitors left in the widget's offline form, newest first."""
+    return list(access_list(OfflineMessage, tenant=tenant).select_related("conversation")[:limit])
+
+
 def inbox_transcript(conversation: Conversation) -> list[Message]:
-    return list(conversation.messages.filter(~Q(content="") | Q(role=Message.Role.USER))
+    return list(conversation.messages.filter(~Q(content="") | Q(role=Message.Role.USER)).exclude(role=Message.Role.DRAFT)
                 .select_related("author").order_by("seq"))
 
 

@@ -109,6 +109,7 @@ class Message(models.Model):
         ASSISTANT = "assistant"
         AGENT = "agent"  # a person of the tenant, answering in the inbox (`author`)
         NOTE = "note"  # an agent's internal note: never shown to the visitor, never in a prompt
+        DRAFT = "draft"  # a reply the assistant suggested to an agent (tandem.chat.drafts): the agent's only
 
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -179,3 +180,21 @@ class AgentPresence(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} @ {self.tenant_id}: {self.status}"
+
+
+class OfflineMessage(models.Model):
+    """What a visitor left in the widget's offline form when no agent was online: an
+    e-mail address to answer and a message (docs/handoff.md), shown in the inbox."""
+
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="offline_messages")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="offline_messages")
+    email = models.EmailField(max_length=254)
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["tenant", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"offline message from {self.email} ({self.tenant_id})"

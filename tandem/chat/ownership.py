@@ -17,6 +17,8 @@ Every change is published on commit to the conversation's live events
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
 
@@ -28,7 +30,7 @@ from tenants import audit
 
 from . import assignment
 from .assignment import display_name
-from .models import Conversation, Message
+from .models import Conversation, Message, OfflineMessage
 
 H = Conversation.Handoff
 # To a state, from the states it may be reached from.
@@ -203,6 +205,31 @@ def visitor_asks_for_person(*, conversation: Conversation | None, create: dict) 
         conversation = Conversation.objects.create(channel=Conversation.Channel.WIDGET, **create)
     handoff_request(conversation=conversation, reason="button")
     return conversation
+
+
+OFFLINE_PER_CONVERSATION = 5  # a form, not a mailbox: enough to correct an address
+
+
+def offline_message_leave(*, conversation: Conversation, email: str, text: str) -> OfflineMessage:
+    """The widget's offline form (the visitor's own conversation, which waits for a person
+    while no agent is online): kept for the inbox, and the address kept on the
+    conversation when it had none. Raises InvalidInput."""
+    email = (email if isinstance(email, str) else "").strip()
+    try:
+        validate_email(email)
+    except ValidationError:
+        raise InvalidInput("Enter a valid e-mail address.", param="email", code="invalid_email") from None
+    text = clean_user_text(text)
+    if not conversation.with_person:
+        raise InvalidInput("This conversation is not waiting for a person.", param="conversation",
+                           code="not_with_person")
+    if conversation.offline_messages.count() >= OFFLINE_PER_CONVERSATION:
+        raise InvalidInput("This conversation has enough offline messages.", code="too_many_offline_messages")
+    with transaction.atomic():
+        msg = OfflineMessage.objects.create(tenant_id=conversation.tenant_id, conversation=conversation,
+                                            email=email, text=text)
+        Conversation.objects.filter(pk=conversation.pk, user_email="").update(user_email=email)
+    return msg
 
 
 def typing(*, conversation_id, who: str, name: str = "") -> None:

@@ -6,6 +6,7 @@ runs in-process for the "asks in words" case."""
 from __future__ import annotations
 
 import threading
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -14,12 +15,14 @@ from django.db import connection
 from devstack.processes import wait_for
 from inference.pipeline import cpu
 from inference.wire import keys, streams
-from tandem.chat import ownership, services
-from tandem.chat.models import Conversation, Message
+from inference.text.validation import InvalidInput
+from tandem.chat import assignment, ownership, services
+from tandem.chat.models import Conversation, Message, OfflineMessage
 from tandem.chat.visitors import visitor_establish
-from tenants.models import ApiKey, UsageRecord
+from tenants.models import ApiKey, Membership, UsageRecord
 from tenants.services import api_key_authenticate
 from tests.factories import UserFactory, make_tenant
+from tests.platform_fixtures import chat_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 H = Conversation.Handoff
@@ -203,3 +206,41 @@ def test_two_agents_reassigning_at_the_same_moment_make_exactly_one_owner(site):
     assert len(won) == 1 and len(lost) == 1
     conv.refresh_from_db()
     assert conv.assignee == won[0]
+
+
+def test_with_no_agent_online_the_widget_is_told_and_its_offline_form_reaches_the_inbox(platform, client):
+    created = make_tenant()
+    owner = UserFactory()
+    Membership.objects.create(user=owner, tenant=created.tenant, role=Membership.Role.OWNER)
+    with chat_socket(platform, created.widget_key.plaintext) as chat:
+        chat.send({"type": "handoff", "conversation": None})
+        cid = chat.recv()["id"]
+        handed = chat.recv()
+        assert handed == {"type": "handoff", "conversation": cid, "state": "pending_human", "agent": "",
+                          "offline": True}
+        chat.send({"type": "offline", "conversation": cid, "email": "not an address", "text": "Hello"})
+        assert chat.recv()["code"] == "invalid_email"
+        chat.send({"type": "offline", "conversation": str(uuid.uuid4()), "email": "ann@example.test", "text": "x"})
+        assert chat.recv()["code"] == "conversation_not_found"
+        chat.send({"type": "offline", "conversation": cid, "email": " ann@example.test ",
+                   "text": "My parcel 42 never came"})
+        assert chat.recv() == {"type": "offline_received", "conversation": cid}
+    left = OfflineMessage.objects.get(conversation_id=cid)
+    assert (left.tenant, left.email, left.text) == (created.tenant, "ann@example.test", "My parcel 42 never came")
+    assert Conversation.objects.get(pk=cid).user_email == "ann@example.test"
+    client.force_login(owner)
+    page = client.get(f"/console/t/{created.tenant.slug}/inbox/").content.decode()
+    assert "ann@example.test" in page and "My parcel 42 never came" in page
+
+
+def test_with_an_agent_online_the_hand_over_is_not_offline(site, redis_client):
+    tenant, _, _, conv = site
+    agent = UserFactory()
+    Membership.objects.create(user=agent, tenant=tenant, role=Membership.Role.AGENT)
+    assignment.presence_set(tenant=tenant, agent=agent, status="online")
+    ownership.handoff_request(conversation=conv, reason="button")
+    with pytest.raises(InvalidInput):  # a conversation the bot has is not an offline one
+        ownership.offline_message_leave(conversation=Conversation.objects.create(
+            tenant=tenant, channel="widget", visitor_id="v"), email="a@b.test", text="hi")
+    last = [e for _, e in redis_client.xrange(keys.conversation_events(str(conv.pk)))][-1]
+    assert b'"pending_human"' in last[b"e"] and b"offline" not in last[b"e"]  # what the widget hears

@@ -34,7 +34,8 @@ def _presence(request, access) -> dict:
 def inbox(request, access):
     return render_page(request, "console/inbox.html",
                        {"rows": chat_inbox.inbox_list(tenant=access.tenant, agent=request.user),
-                        "stats": chat_inbox.handoff_stats(tenant=access.tenant), **_presence(request, access)},
+                        "stats": chat_inbox.handoff_stats(tenant=access.tenant),
+                        "offline": chat_inbox.offline_list(tenant=access.tenant), **_presence(request, access)},
                        access=access, nav="inbox")
 
 
