@@ -30,7 +30,6 @@ from .models import Conversation, Message
 from .sampling import sampling_for_tandem
 from .visitors import Visitor, visitor_recheck
 
-
 AGENTS_ONLY = (Message.Role.NOTE, Message.Role.DRAFT)  # messages the visitor never sees
 
 

@@ -14,8 +14,8 @@ from django.db import connection
 
 from devstack.processes import wait_for
 from inference.pipeline import cpu
-from inference.wire import keys, streams
 from inference.text.validation import InvalidInput
+from inference.wire import keys, streams
 from tandem.chat import assignment, ownership, services
 from tandem.chat.models import Conversation, Message, OfflineMessage
 from tandem.chat.visitors import visitor_establish
