@@ -5,8 +5,9 @@ Signed in by the console's session (AuthMiddlewareStack, same-origin only), and 
 through tenants.membership like every console page: a tenant that is not the person's,
 or a conversation that is not the tenant's, is refused exactly as a missing one (close
 4404), and a role without Can.INBOX is closed 4403. Thin: it forwards the conversation's
-live events (inference.wire.events) and tells others when the agent types; replies,
-notes, claims and resolves are the inbox's POSTs (views/inbox.py)."""
+live events (inference.wire.events), tells others when the agent types, and streams a
+suggested reply (`suggest`, tandem.chat.drafts) into the agent's reply box, never to the
+visitor; replies, notes, claims and resolves are the inbox's POSTs (views/inbox.py)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ import time
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from inference.text.validation import InvalidInput
 from inference.wire import events
 from inference.wire.connections import get_async_redis
-from tandem.chat import assignment, ownership
+from tandem.chat import assignment, drafts, ownership, services
 from tandem.chat.models import Conversation
+from tandem.chat.replies import ReplyFollower
 from tenants import membership
 from tenants.membership import Can
 
@@ -43,7 +46,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
     channel_layer_alias = "tandem-consumers-use-no-layer"
 
     async def connect(self):
-        self.task, self.redis, self.conversation_id = None, None, None
+        self.task, self.redis, self.conversation_id, self.draft = None, None, None, None
         await self.accept()
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
@@ -69,8 +72,9 @@ class AgentConsumer(AsyncWebsocketConsumer):
         await self.close(code=code)
 
     async def disconnect(self, code):
-        if self.task:
-            self.task.cancel()
+        for task in (self.task, self.draft):
+            if task:
+                task.cancel()
         if self.redis is not None:
             await self.redis.aclose()
 
@@ -97,9 +101,41 @@ class AgentConsumer(AsyncWebsocketConsumer):
             frame = json.loads(text_data)
         except ValueError:
             return
+        if isinstance(frame, dict) and frame.get("type") == "suggest":
+            if self.draft is None or self.draft.done():  # one draft at a time
+                self.draft = asyncio.create_task(self._suggest())
+            return
         if isinstance(frame, dict) and frame.get("type") == "typing":
             now = time.monotonic()
             if now - self.typed_at >= 2.0:
                 self.typed_at = now
                 await database_sync_to_async(ownership.typing)(
                     conversation_id=self.conversation_id, who="agent", name=self.name)
+
+    async def _suggest(self):
+        """Start a draft and forward its tokens as `draft` frames, then `draft_end` (or
+        `draft_error`). A disconnect cancels the draft: nobody would see it."""
+        try:
+            msg, served = await database_sync_to_async(drafts.draft_request)(
+                tenant=self.tenant, conversation_id=self.conversation_id, agent=self.user)
+        except (ownership.NotYours, InvalidInput, services.QuotaRefused, services.NotFound) as exc:
+            await self.send(text_data=json.dumps({"type": "draft_error", "code": getattr(exc, "code", "refused"),
+                                                  "detail": str(exc)}))
+            return
+        mid = str(msg.pk)
+        await self.send(text_data=json.dumps({"type": "draft_start", "message": mid}))
+        follower = ReplyFollower(self.redis, mid, served=served)
+        try:
+            async for rec in follower.records():
+                if rec["type"] == "token":
+                    frame = {"type": "draft", "message": mid, "index": rec["index"], "text": rec["text"]}
+                elif rec["type"] == "end":
+                    frame = {"type": "draft_end", "message": mid, "finish_reason": rec["finish_reason"]}
+                elif rec["type"] == "error":
+                    frame = {"type": "draft_error", "message": mid, "code": rec["code"], "detail": rec["message"]}
+                else:
+                    continue
+                await self.send(text_data=json.dumps(frame))
+        except asyncio.CancelledError:
+            await follower.cancel()
+            raise

@@ -5,11 +5,13 @@ runs in-process for the "asks in words" case."""
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from datetime import timedelta
 
 import pytest
+import websockets.sync.client as ws_client
 from django.db import connection
 
 from devstack.processes import wait_for
@@ -244,3 +246,63 @@ def test_with_an_agent_online_the_hand_over_is_not_offline(site, redis_client):
             tenant=tenant, channel="widget", visitor_id="v"), email="a@b.test", text="hi")
     last = [e for _, e in redis_client.xrange(keys.conversation_events(str(conv.pk)))][-1]
     assert b'"pending_human"' in last[b"e"] and b"offline" not in last[b"e"]  # what the widget hears
+
+
+def agent_socket(platform, client, conv):
+    """The console's agent socket for `conv`, signed in as `client`'s session."""
+    url = f"{platform.ws_url}/ws/agent/{conv.tenant.slug}/{conv.pk}/"
+    return ws_client.connect(url, origin=platform.base_url, open_timeout=20,
+                             additional_headers={"Cookie": f"sessionid={client.cookies['sessionid'].value}"})
+
+
+def test_a_suggested_reply_streams_to_the_agent_alone_and_reaches_the_visitor_only_when_sent(platform, client):
+    created = make_tenant(max_output_tokens=12)
+    tenant = created.tenant
+    agent = UserFactory(first_name="Maya")
+    Membership.objects.create(user=agent, tenant=tenant, role=Membership.Role.AGENT)
+    client.force_login(agent)
+    with chat_socket(platform, created.widget_key.plaintext) as chat:
+        chat.send({"type": "handoff", "conversation": None})
+        cid = chat.recv()["id"]
+        chat.recv_until(lambda f: f["type"] == "handoff")
+        conv = Conversation.objects.get(pk=cid)
+        with agent_socket(platform, client, conv) as sock:
+            def frame():
+                return json.loads(sock.recv(timeout=120))
+
+            sock.send(json.dumps({"type": "suggest"}))  # not theirs yet: refused, nothing started
+            assert frame()["code"] == "not_assigned"
+            assert client.post(f"/console/t/{tenant.slug}/inbox/{cid}/claim/").status_code == 302
+            chat.recv_until(lambda f: f["type"] == "handoff" and f["state"] == "human")
+            chat.send({"type": "message", "text": "How long does delivery take?", "conversation": cid})
+            chat.recv_until(lambda f: f["type"] == "received")
+            seen = [frame()]
+            while not (seen[-1]["type"] == "message" and seen[-1]["role"] == "user"):
+                seen.append(frame())  # the claim, then the visitor's message, live
+            sock.send(json.dumps({"type": "suggest"}))
+            frames = [frame()]
+            while frames[-1]["type"] not in ("draft_end", "draft_error"):
+                frames.append(frame())
+        draft_id = next(f["message"] for f in frames if f["type"] == "draft_start")
+        tokens = [f for f in frames if f["type"] == "draft"]
+        assert frames[-1]["type"] == "draft_end" and tokens
+        assert [f["index"] for f in tokens] == list(range(len(tokens)))
+        text = "".join(f["text"] for f in tokens)
+        draft = Message.objects.get(pk=draft_id)
+        assert draft.role == "draft" and draft.content == text and draft.author == agent
+        assert UsageRecord.objects.filter(tenant=tenant, message_id=draft.pk).exists()  # the tenant's usage
+        # Nothing of it reached the visitor: no frame while it streamed, not in their transcript,
+        # not resumable by its id, and no prompt sees it.
+        chat.send({"type": "resume", "message": draft_id, "after": -1})
+        assert chat.recv()["code"] == "message_not_found"
+        chat.send({"type": "history", "conversation": cid})
+        history = chat.recv()
+        assert history["type"] == "history" and draft_id not in [m["id"] for m in history["messages"]]
+        assert all(m["role"] in ("user", "agent") for m in history["messages"])
+        assert all(m["content"] != text for m in services.prompt_history(conv, max_prompt_tokens=1000)
+                   if m["role"] == "assistant")
+        # The agent sends it (edited or not): now, and only now, the visitor has it.
+        sent = f"{text} (Maya)"
+        assert client.post(f"/console/t/{tenant.slug}/inbox/{cid}/reply/", {"text": sent}).status_code == 302
+        got = chat.recv_until(lambda f: f["type"] == "agent_message")[-1]
+        assert got["text"] == sent and got["author"] == "Maya"

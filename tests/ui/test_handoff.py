@@ -97,6 +97,12 @@ def test_a_visitor_asks_for_a_person_an_agent_claims_and_replies_live_and_resolv
         assert set(redis_client.scan_iter("tandem:req:*")) == requests_before
         assert not UsageRecord.objects.filter(tenant=tenant).exists()
 
+        # "Suggest a reply": the draft streams into the reply box; the visitor sees nothing of it.
+        console.get_by_role("button", name="Suggest a reply").click()
+        expect(console.locator("#draft-state")).to_have_text("Draft ready: edit it, then send.", timeout=60_000)
+        assert console.get_by_label("Reply").input_value().strip()
+        expect(widget.locator("tandem-chat .msg.agent")).to_have_count(1)
+
         console.get_by_label("Reply").fill("Internal: check the courier")
         console.get_by_role("button", name="Add internal note").click()
         expect(console.locator("#transcript .msg.note")).to_be_visible()
