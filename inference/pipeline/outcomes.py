@@ -60,11 +60,12 @@ def request_fail(*, request_id: str, code: str, message: str) -> bool:
 
 
 HANDOVER = "handover"  # the CPU tier's "the visitor asked for a person" (inference.text.handover)
+HANDOVER_UNGROUNDED = "handover_ungrounded"  # the CPU tier's "the knowledge has no answer" (a tenant setting)
 _NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
              "prompt_tokens_details": {"cached_tokens": 0}}
 
 
-def request_handover(*, request_id: str, text: str) -> bool:
+def request_handover(*, request_id: str, text: str, reason: str = "words") -> bool:
     """The visitor asked for a person in words: the reply is `text` (no model call, so no
     UsageRecord), and the conversation waits for a person unless one already has it.
     The conversation's one edge written here (bot | resolved -> pending_human) is the
@@ -78,7 +79,7 @@ def request_handover(*, request_id: str, text: str) -> bool:
         conversation_id = Message.objects.filter(pk=request_id).values_list("conversation_id", flat=True).first()
         H = Conversation.Handoff
         moved = Conversation.objects.filter(pk=conversation_id, handoff__in=[H.BOT, H.RESOLVED]).update(
-            handoff=H.PENDING_HUMAN, handoff_reason="words", handoff_at=now, updated_at=now, assignee=None,
+            handoff=H.PENDING_HUMAN, handoff_reason=reason, handoff_at=now, updated_at=now, assignee=None,
             claimed_at=None, first_human_reply_at=None, resolved_at=None)
     client = get_redis()
     streams.publish(client, request_id, [streams.token_record(0, text, -1), streams.end_record(HANDOVER, _NO_USAGE)])

@@ -45,7 +45,7 @@ class Conversation(models.Model):
     handoff = models.CharField(max_length=16, choices=Handoff.choices, default=Handoff.BOT)
     assignee = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                  related_name="assigned_conversations")
-    handoff_reason = models.CharField(max_length=16, blank=True, default="")  # button | words | agent
+    handoff_reason = models.CharField(max_length=16, blank=True, default="")  # button | words | agent | ungrounded
     handoff_at = models.DateTimeField(null=True, blank=True)  # when it last left the bot
     claimed_at = models.DateTimeField(null=True, blank=True)
     first_human_reply_at = models.DateTimeField(null=True, blank=True)

@@ -244,4 +244,5 @@ def handover_spec(*, tenant, channel: str) -> dict:
     and what the assistant then says."""
     if channel != Conversation.Channel.WIDGET:
         return {"handover_patterns": handover.OFF}
-    return {"handover_patterns": tenant.handover_patterns, "handover_text": tenant.handover_text}
+    return {"handover_patterns": tenant.handover_patterns, "handover_text": tenant.handover_text,
+            "handover_ungrounded": tenant.handover_ungrounded}

@@ -16,14 +16,21 @@ from django.db import connection
 
 from devstack.processes import wait_for
 from inference.pipeline import cpu
+from inference.pipeline.submit import request_stored
+from inference.text import handover
 from inference.text.validation import InvalidInput
 from inference.wire import keys, streams
+from inference.wire.connections import get_redis
+from inference.wire.spec import RequestSpec, Sampling
+from inference.wire.spec import save as spec_save
+from knowledge.selectors import retrieval_spec
 from tandem.chat import assignment, ownership, services
 from tandem.chat.models import Conversation, Message, OfflineMessage
 from tandem.chat.visitors import visitor_establish
 from tenants.models import ApiKey, Membership, UsageRecord
 from tenants.services import api_key_authenticate
 from tests.factories import UserFactory, make_tenant
+from tests.knowledge.conftest import import_help_centre
 from tests.platform_fixtures import chat_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -306,3 +313,48 @@ def test_a_suggested_reply_streams_to_the_agent_alone_and_reaches_the_visitor_on
         assert client.post(f"/console/t/{tenant.slug}/inbox/{cid}/reply/", {"text": sent}).status_code == 302
         got = chat.recv_until(lambda f: f["type"] == "agent_message")[-1]
         assert got["text"] == sent and got["author"] == "Maya"
+
+
+def unserved_request(tenant, text: str) -> RequestSpec:
+    """A widget request as the web tier writes it, on a pool no worker serves (so only this
+    test's in-process CPU hop takes it), with the tenant's hand-over settings."""
+    pool = f"ungrounded-{uuid.uuid4().hex[:8]}"
+    conversation = Conversation.objects.create(tenant=tenant, channel="widget", visitor_id="v")
+    Message.objects.create(conversation=conversation, role="user", content=text)
+    reply = Message.objects.create(conversation=conversation, role="assistant", status="queued")
+    spec = RequestSpec(request_id=str(reply.pk), tenant_id=tenant.pk, api_key_id=None,
+                       conversation_id=str(conversation.pk), channel="widget", sampling=Sampling(max_tokens=8),
+                       prefill_pool=pool, decode_pool=pool, max_prompt_tokens=1536,
+                       prompt_messages=[{"role": "user", "content": text}], retrieval=retrieval_spec(tenant),
+                       **ownership.handover_spec(tenant=tenant, channel="widget"))
+    spec_save(get_redis(), spec)
+    request_stored(request_id=spec.request_id, committed=True)
+    return spec
+
+
+def test_with_the_no_grounded_answer_trigger_on_a_question_the_knowledge_cannot_answer_goes_to_a_person(
+        redis_client):
+    tenant = make_tenant().tenant
+    import_help_centre(tenant)
+    tenant.handover_ungrounded = True
+    tenant.save()
+    asked = unserved_request(tenant, "xylophone zeppelin quasar")
+    assert asked.handover_ungrounded and asked.retrieval
+    assert cpu.preprocess_request(asked.request_id) is None  # ended in the CPU tier: no model call
+    assert streams.read_all(redis_client, asked.request_id)[-1]["finish_reason"] == "handover"
+    reply = Message.objects.get(pk=asked.request_id)
+    assert reply.finish_reason == "handover" and reply.content == handover.DEFAULT_TEXT
+    conv = Conversation.objects.get(pk=asked.conversation_id)
+    assert conv.handoff == H.PENDING_HUMAN and conv.handoff_reason == "ungrounded"
+    # A question the knowledge answers goes on to the model, as before.
+    grounded = unserved_request(tenant, "I was charged twice for my order")
+    assert cpu.preprocess_request(grounded.request_id) == f"prefill.{grounded.prefill_pool}"
+    assert Conversation.objects.get(pk=grounded.conversation_id).handoff == H.BOT
+    # Off (the default): the unanswerable question goes to the model too.
+    tenant.handover_ungrounded = False
+    tenant.save()
+    unanswered = unserved_request(tenant, "xylophone zeppelin quasar")
+    assert cpu.preprocess_request(unanswered.request_id) == f"prefill.{unanswered.prefill_pool}"
+    for spec in (grounded, unanswered):
+        for key in redis_client.scan_iter(match=f"prefill.{spec.prefill_pool}*"):
+            redis_client.delete(key)
