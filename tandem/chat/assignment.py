@@ -63,11 +63,12 @@ def presence_set(*, tenant: Tenant, agent, status: str) -> str:
 
 def online_agents(*, tenant: Tenant):
     """The tenant's agents who take conversations now: online, heard from lately, and
-    still allowed the inbox (a member whose role changed since is not)."""
+    still members whose role has the inbox (one whose role changed since is not; an
+    operator who is no member is never assigned one, as `agent_get` finds no such person)."""
     since = timezone.now() - timedelta(seconds=ONLINE_TTL_S)
     members = access_list(Membership, tenant=tenant).filter(role__in=INBOX_ROLES).values("user_id")
     return (access_list(AgentPresence, tenant=tenant).filter(status=P.ONLINE, seen_at__gte=since)
-            .filter(Q(user__in=members) | Q(user__is_staff=True)).filter(user__is_active=True))
+            .filter(user__in=members, user__is_active=True))
 
 
 def presence_of(*, tenant: Tenant, agent) -> str:

@@ -121,6 +121,9 @@ def test_an_agent_is_online_only_while_they_say_so_and_their_console_is_heard_fr
     assert assignment.presence_of(tenant=tenant, agent=agent_a) == "away"
     client.get(f"/console/t/{tenant.slug}/inbox/rows/")  # the inbox's poll is a heartbeat
     assert assignment.presence_of(tenant=tenant, agent=agent_a) == "online"
+    Membership.objects.filter(user=agent_a).update(role=Membership.Role.VIEWER)  # no inbox any more
+    assert assignment.presence_of(tenant=tenant, agent=agent_a) == "away"
+    Membership.objects.filter(user=agent_a).update(role=Membership.Role.AGENT)
     r = client.post(f"/console/t/{tenant.slug}/inbox/presence/", {"status": "busy"}, HTTP_ACCEPT="application/json")
     assert r.status_code == 400
     client.post(f"/console/t/{tenant.slug}/inbox/presence/", {"status": "away"})
