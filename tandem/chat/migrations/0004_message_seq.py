@@ -10,11 +10,11 @@ def number_messages(apps, schema_editor):
     Conversation = apps.get_model("chat", "Conversation")
     Message = apps.get_model("chat", "Message")
     for cid in Conversation.objects.values_list("pk", flat=True).iterator():
-        ids = list(Message.objects.filter(conversation_id=cid).order_by("created_at", "pk")
-                   .values_list("pk", flat=True))
-        for n, pk in enumerate(ids, 1):
-            Message.objects.filter(pk=pk).update(seq=n)
-        Conversation.objects.filter(pk=cid).update(message_seq=len(ids))
+        rows = list(Message.objects.filter(conversation_id=cid).order_by("created_at", "pk").only("pk"))
+        for n, m in enumerate(rows, 1):
+            m.seq = n
+        Message.objects.bulk_update(rows, ["seq"], batch_size=500)
+        Conversation.objects.filter(pk=cid).update(message_seq=len(rows))
 
 
 class Migration(migrations.Migration):
