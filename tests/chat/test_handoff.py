@@ -358,3 +358,41 @@ def test_with_the_no_grounded_answer_trigger_on_a_question_the_knowledge_cannot_
     for spec in (grounded, unanswered):
         for key in redis_client.scan_iter(match=f"prefill.{spec.prefill_pool}*"):
             redis_client.delete(key)
+
+
+def test_round_robin_and_an_agent_claiming_at_the_same_moment_make_exactly_one_owner(site):
+    tenant, _, _, conv = site
+    online, claimer = UserFactory(), UserFactory()
+    Membership.objects.create(user=online, tenant=tenant, role=Membership.Role.AGENT)
+    assignment.presence_set(tenant=tenant, agent=online, status="online")
+    tenant.handover_round_robin = True
+    tenant.save()
+    Conversation.objects.filter(pk=conv.pk).update(handoff=H.PENDING_HUMAN)
+    barrier, results = threading.Barrier(2), {}
+
+    def round_robin():
+        try:
+            barrier.wait()
+            results["rr"] = assignment.assign_round_robin(conversation_id=conv.pk, tenant=tenant)
+        finally:
+            connection.close()
+
+    def claim():
+        try:
+            mine = Conversation.objects.get(pk=conv.pk)
+            barrier.wait()
+            ownership.conversation_claim(conversation=mine, agent=claimer)
+            results["claim"] = claimer
+        except ownership.Taken:
+            results["claim"] = None
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=f) for f in (round_robin, claim)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    conv.refresh_from_db()
+    winners = [w for w in (results["rr"], results["claim"]) if w is not None]
+    assert len(winners) == 1 and conv.handoff == H.HUMAN and conv.assignee == winners[0]
