@@ -1,7 +1,8 @@
 """Who answers a conversation: the assistant or a person of the tenant (docs/handoff.md).
 
     bot ──(visitor asks: button or words; an agent takes over)──► pending_human
-    pending_human ──(an agent claims)──► human          bot ──(an agent claims)──► human
+    pending_human ──(an agent claims; round-robin)──► human          bot ──(an agent claims)──► human
+    pending_human | human ──(assign to another agent)──► human
     pending_human | human ──(resolve)──► resolved ──(the visitor's next message)──► bot
 
 Every change is one conditional UPDATE (`WHERE handoff IN <the states it may come
@@ -142,17 +143,18 @@ def conversation_assign(*, conversation: Conversation, to, by) -> Conversation:
     if conversation.channel != Conversation.Channel.WIDGET:
         raise Stale(conversation)
     before, now = conversation.assignee, timezone.now()
-    won = Conversation.objects.filter(pk=conversation.pk, handoff__in=[H.PENDING_HUMAN, H.HUMAN],
-                                      assignee=before).update(handoff=H.HUMAN, assignee=to, claimed_at=now,
-                                                              updated_at=now)
-    conversation.refresh_from_db()
-    if not won:
-        raise Stale(conversation)
-    audit.record(actor=audit.Actor.console(by), tenant=conversation.tenant, entity="conversation",
-                 entity_id=conversation.pk, action="assign",
-                 changes={"assignee": [before.get_username() if before else None, to.get_username()]},
-                 summary=f"conversation {conversation.pk} assigned to {to.get_username()}")
-    _publish(conversation, _state_event(conversation))
+    with transaction.atomic():  # no assignment without its audit record
+        won = Conversation.objects.filter(pk=conversation.pk, handoff__in=[H.PENDING_HUMAN, H.HUMAN],
+                                          assignee=before).update(handoff=H.HUMAN, assignee=to, claimed_at=now,
+                                                                  updated_at=now)
+        conversation.refresh_from_db()
+        if not won:
+            raise Stale(conversation)
+        audit.record(actor=audit.Actor.console(by), tenant=conversation.tenant, entity="conversation",
+                     entity_id=conversation.pk, action="assign",
+                     changes={"assignee": [before.get_username() if before else None, to.get_username()]},
+                     summary=f"conversation {conversation.pk} assigned to {to.get_username()}")
+        _publish(conversation, _state_event(conversation))
     return conversation
 
 
@@ -216,6 +218,8 @@ def offline_message_leave(*, conversation: Conversation, email: str, text: str) 
     conversation when it had none. Raises InvalidInput."""
     email = (email if isinstance(email, str) else "").strip()
     try:
+        if len(email) > OfflineMessage._meta.get_field("email").max_length:
+            raise ValidationError("too long")
         validate_email(email)
     except ValidationError:
         raise InvalidInput("Enter a valid e-mail address.", param="email", code="invalid_email") from None

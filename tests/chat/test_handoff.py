@@ -251,6 +251,8 @@ def test_with_an_agent_online_the_hand_over_is_not_offline(site, redis_client):
     with pytest.raises(InvalidInput):  # a conversation the bot has is not an offline one
         ownership.offline_message_leave(conversation=Conversation.objects.create(
             tenant=tenant, channel="widget", visitor_id="v"), email="a@b.test", text="hi")
+    with pytest.raises(InvalidInput, match="valid e-mail"):  # longer than the column: a 4xx, not a 500
+        ownership.offline_message_leave(conversation=conv, email="a" * 250 + "@b.test", text="hi")
     last = [e for _, e in redis_client.xrange(keys.conversation_events(str(conv.pk)))][-1]
     assert b'"pending_human"' in last[b"e"] and b"offline" not in last[b"e"]  # what the widget hears
 
