@@ -7,7 +7,8 @@ or a conversation that is not the tenant's, is refused exactly as a missing one 
 4404), and a role without Can.INBOX is closed 4403. Thin: it forwards the conversation's
 live events (inference.wire.events), tells others when the agent types, and streams a
 suggested reply (`suggest`, tandem.chat.drafts) into the agent's reply box, never to the
-visitor; replies, notes, claims and resolves are the inbox's POSTs (views/inbox.py)."""
+visitor; replies, notes, claims, assignments and resolves are the inbox's POSTs
+(views/inbox.py). An open socket is its agent's presence heartbeat (tandem.chat.assignment)."""
 
 from __future__ import annotations
 
@@ -139,3 +140,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
         except asyncio.CancelledError:
             await follower.cancel()
             raise
+        except Exception:  # Redis went away: say so, rather than leave the agent waiting
+            log.exception("draft %s failed", mid)
+            await self.send(text_data=json.dumps({"type": "draft_error", "message": mid, "code": "internal_error",
+                                                  "detail": "The draft failed; write the reply yourself."}))
