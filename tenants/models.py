@@ -56,6 +56,14 @@ class Tenant(models.Model):
                   "(case-insensitive); blank: the built-in English and French set. \"-\" alone: off.")
     handover_text = models.CharField(max_length=300, blank=True, default="",
                                      help_text="What the assistant says when it hands over; a default when blank.")
+    handover_round_robin = models.BooleanField(
+        default=False,
+        help_text="A conversation handed over goes straight to the online agent who was assigned one "
+                  "least recently, instead of waiting in the inbox for a claim.")
+    handover_ungrounded = models.BooleanField(
+        default=False,
+        help_text="Hand over, instead of answering, when knowledge retrieval finds no passage above "
+                  "its minimum score (needs knowledge on).")
     # Shared with the tenant's own servers, which compute the hash: stored as it is (an
     # HMAC needs the key itself), shown in the admin, never sent to a browser.
     identity_secret = models.CharField(max_length=64, blank=True, default="", editable=False)

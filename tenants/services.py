@@ -297,7 +297,7 @@ def tenant_set_active(*, tenant: Tenant, active: bool, actor: Actor = SYSTEM) ->
 
 ASSISTANT_FIELDS = ("system_prompt", "widget_title", "widget_color", "widget_greeting", "widget_placeholder",
                     "widget_position", "widget_locale", "identity_verification", "handover_patterns",
-                    "handover_text")
+                    "handover_text", "handover_round_robin", "handover_ungrounded")
 
 
 def tenant_set_assistant(*, tenant: Tenant, system_prompt: str | None = None, actor: Actor = SYSTEM,

@@ -56,7 +56,15 @@ def preprocess_request(request_id: str) -> str | None:
                 handoff.report(client, request_id, handoff.cpu_failed(
                     outcomes.HANDOVER, spec.handover_text or handover.DEFAULT_TEXT))
                 return None
-            hits = knowledge_hits(spec, history)
+            hits = _knowledge_hits(spec, history)
+            if hits == [] and spec.retrieval and spec.handover_ungrounded:
+                # The knowledge has nothing above the tenant's minimum score: a person
+                # answers rather than the model guessing (a failed read, None, does not
+                # count: that is an outage, not an unanswerable question).
+                handoff.report(client, request_id, handoff.cpu_failed(
+                    outcomes.HANDOVER_UNGROUNDED, spec.handover_text or handover.DEFAULT_TEXT))
+                return None
+            hits = hits or []
             context_room = max(16, settings.TANDEM_MAX_CONTEXT - spec.sampling.max_tokens)
             prompt = build_prompt(
                 get_tokenizer(), system_prompt=system_prompt, history=history,
@@ -104,6 +112,11 @@ def knowledge_hits(spec: RequestSpec, history: list[dict]) -> list[Hit]:
     """The tenant's passages for the newest user message (and a few words of the one
     before it), best first; [] when the tenant has knowledge off. A failed read costs
     the reply its grounding, not the reply."""
+    return _knowledge_hits(spec, history) or []
+
+
+def _knowledge_hits(spec: RequestSpec, history: list[dict]) -> list[Hit] | None:
+    """knowledge_hits, but None when the read failed."""
     r = spec.retrieval
     if not r:
         return []
@@ -114,7 +127,7 @@ def knowledge_hits(spec: RequestSpec, history: list[dict]) -> list[Hit]:
                         language=str(r.get("language", "english")))
     except DatabaseError:
         log.warning("retrieval failed for %s; answering without knowledge", spec.request_id, exc_info=True)
-        return []
+        return None
 
 
 def prompt_parts(spec: RequestSpec) -> tuple[str | None, list[dict]]:

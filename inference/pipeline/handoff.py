@@ -100,8 +100,9 @@ def _act(client: redis.Redis, request_id: str, reports: list[dict]) -> str:
         return DROPPED
     if "failed" in cpu:
         code, message = cpu["failed"]
-        if code == outcomes.HANDOVER:  # asked for a person: `message` is the reply
-            outcomes.request_handover(request_id=request_id, text=message)
+        if code in (outcomes.HANDOVER, outcomes.HANDOVER_UNGROUNDED):  # a person answers: `message` is the reply
+            outcomes.request_handover(request_id=request_id, text=message,
+                                      reason="words" if code == outcomes.HANDOVER else "ungrounded")
         else:
             outcomes.request_fail(request_id=request_id, code=code, message=message)
         return FAILED

@@ -17,6 +17,7 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from knowledge.services import citations_record
+from tandem.chat import assignment
 from tandem.chat.models import Conversation, Message
 from tenants import quotas
 from tenants.models import UsageRecord
@@ -59,11 +60,12 @@ def request_fail(*, request_id: str, code: str, message: str) -> bool:
 
 
 HANDOVER = "handover"  # the CPU tier's "the visitor asked for a person" (inference.text.handover)
+HANDOVER_UNGROUNDED = "handover_ungrounded"  # the CPU tier's "the knowledge has no answer" (a tenant setting)
 _NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
              "prompt_tokens_details": {"cached_tokens": 0}}
 
 
-def request_handover(*, request_id: str, text: str) -> bool:
+def request_handover(*, request_id: str, text: str, reason: str = "words") -> bool:
     """The visitor asked for a person in words: the reply is `text` (no model call, so no
     UsageRecord), and the conversation waits for a person unless one already has it.
     The conversation's one edge written here (bot | resolved -> pending_human) is the
@@ -77,14 +79,27 @@ def request_handover(*, request_id: str, text: str) -> bool:
         conversation_id = Message.objects.filter(pk=request_id).values_list("conversation_id", flat=True).first()
         H = Conversation.Handoff
         moved = Conversation.objects.filter(pk=conversation_id, handoff__in=[H.BOT, H.RESOLVED]).update(
-            handoff=H.PENDING_HUMAN, handoff_reason="words", handoff_at=now, updated_at=now, assignee=None,
+            handoff=H.PENDING_HUMAN, handoff_reason=reason, handoff_at=now, updated_at=now, assignee=None,
             claimed_at=None, first_human_reply_at=None, resolved_at=None)
     client = get_redis()
     streams.publish(client, request_id, [streams.token_record(0, text, -1), streams.end_record(HANDOVER, _NO_USAGE)])
     if moved:
-        events.publish(client, str(conversation_id), {"type": "handoff", "state": H.PENDING_HUMAN, "agent": ""})
+        handed_over(client, conversation_id)
     _quota_release(request_id=request_id)
     return True
+
+
+def handed_over(client: redis.Redis, conversation_id) -> None:
+    """Tell the conversation's sockets it waits for a person (offline when no agent is
+    online), then give it to the next agent when the tenant assigns round-robin."""
+    conversation = Conversation.objects.select_related("tenant").get(pk=conversation_id)
+    H = Conversation.Handoff
+    events.publish(client, str(conversation_id),
+                   assignment.state_event(state=H.PENDING_HUMAN, agent=None, tenant_id=conversation.tenant_id))
+    agent = assignment.assign_round_robin(conversation_id=conversation_id, tenant=conversation.tenant)
+    if agent is not None:
+        events.publish(client, str(conversation_id),
+                       assignment.state_event(state=H.HUMAN, agent=agent, tenant_id=conversation.tenant_id))
 
 
 def request_finish(*, spec: RequestSpec, outcome: ReplyOutcome) -> bool:

@@ -49,6 +49,7 @@ class RequestSpec:
     # line ("" the built-in set, "-" off), and what the assistant says when they match.
     handover_patterns: str = "-"
     handover_text: str = ""
+    handover_ungrounded: bool = False  # hand over when retrieval finds nothing above its min_score
     # The tenant's retrieval settings, written by the web tier: {"k", "min_score",
     # "language"}; empty when the tenant has knowledge off (the CPU tier then makes no
     # database read at all).

@@ -9,6 +9,8 @@
   const typing = document.getElementById("typing");
   const error = document.getElementById("reply-error");
   const state = document.getElementById("handoff-state");
+  const suggest = document.getElementById("suggest");
+  const draftState = document.getElementById("draft-state");
   const STATES = { bot: "bot", pending_human: "pending human", human: "human", resolved: "resolved" };
   let sock = null, typedAt = 0, typingTimer = 0;
 
@@ -38,6 +40,10 @@
     sock.onmessage = (e) => {
       const f = JSON.parse(e.data);
       if (f.type === "message") add(f);
+      else if (f.type === "draft_start") { box.value = ""; draftState.textContent = "The assistant is drafting…"; }
+      else if (f.type === "draft") { box.value += f.text; box.scrollTop = box.scrollHeight; }
+      else if (f.type === "draft_end") { suggest.disabled = false; draftState.textContent = "Draft ready: edit it, then send."; box.focus(); }
+      else if (f.type === "draft_error") { suggest.disabled = false; draftState.textContent = ""; error.textContent = f.detail; }
       else if (f.type === "handoff") state.textContent = STATES[f.state] || f.state;
       else if (f.type === "typing" && f.from === "visitor") {
         typing.textContent = "The visitor is typing…";
@@ -48,6 +54,17 @@
     sock.onclose = (e) => { if (e.code < 4000) setTimeout(connect, 1000); };
   }
   connect();
+
+  // The draft streams into the reply box over the socket; nothing is sent until Send.
+  if (suggest) {
+    suggest.hidden = false;
+    suggest.addEventListener("click", () => {
+      if (!sock || sock.readyState !== 1) return;
+      suggest.disabled = true;
+      error.textContent = "";
+      sock.send(JSON.stringify({ type: "suggest" }));
+    });
+  }
 
   box.addEventListener("input", () => {
     const now = Date.now();
@@ -68,6 +85,7 @@
     if (!r.ok) { error.textContent = answer.detail || "Not sent."; return; }
     if (answer.message) add(answer.message);
     box.value = "";
+    if (draftState) draftState.textContent = "";
     box.focus();
   });
 })();

@@ -157,10 +157,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
         kind = frame.get("type")
         handler = {"message": self._on_message, "cancel": self._on_cancel, "resume": self._on_resume,
                    "history": self._on_history, "handoff": self.live.on_handoff,
-                   "typing": self.live.on_typing}.get(kind) if isinstance(kind, str) else None
+                   "typing": self.live.on_typing, "offline": self.live.on_offline}.get(kind) if isinstance(kind, str) else None
         if handler is None:
             await self._error("unknown_type",
-                              "type must be one of: message, cancel, resume, history, handoff, typing.")
+                              "type must be one of: message, cancel, resume, history, handoff, typing, offline.")
             return
         try:
             await handler(frame)

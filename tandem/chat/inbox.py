@@ -10,7 +10,7 @@ from django.utils import timezone
 from tenants.access import access_list
 from tenants.models import Tenant
 
-from .models import Conversation, Message
+from .models import Conversation, Message, OfflineMessage
 
 H = Conversation.Handoff
 INBOX_LIMIT = 100
@@ -24,7 +24,7 @@ def inbox_list(*, tenant: Tenant, agent=None) -> list[dict]:
     now = timezone.now()
     out = []
     for c in rows:
-        last = (c.messages.filter(role=Message.Role.USER).order_by("-created_at")
+        last = (c.messages.filter(role=Message.Role.USER).order_by("-seq")
                 .values_list("content", flat=True).first())
         out.append({"conversation": c, "waiting_s": (now - (c.handoff_at or c.updated_at)).total_seconds(),
                     "last": last or "", "mine": agent is not None and c.assignee_id == agent.pk})
@@ -32,9 +32,14 @@ def inbox_list(*, tenant: Tenant, agent=None) -> list[dict]:
     return out
 
 
+def offline_list(*, tenant: Tenant, limit: int = 50) -> list[OfflineMessage]:
+    """What visitors left in the widget's offline form, newest first."""
+    return list(access_list(OfflineMessage, tenant=tenant).select_related("conversation")[:limit])
+
+
 def inbox_transcript(conversation: Conversation) -> list[Message]:
-    return list(conversation.messages.filter(~Q(content="") | Q(role=Message.Role.USER))
-                .select_related("author").order_by("created_at"))
+    return list(conversation.messages.filter(~Q(content="") | Q(role=Message.Role.USER)).exclude(role=Message.Role.DRAFT)
+                .select_related("author").order_by("seq"))
 
 
 def handoff_stats(*, tenant: Tenant) -> dict:

@@ -12,20 +12,26 @@ import time
 
 from channels.db import database_sync_to_async
 
+from inference.text.validation import InvalidInput
 from inference.wire import events
 
-from . import ownership, services
+from . import assignment, ownership, services
 
 log = logging.getLogger(__name__)
 TYPING_EVERY_S = 2.0  # at most one typing event a visitor sends on, per this many seconds
 
 
-def _ask(*, tenant, visitor, conversation_id) -> tuple[str, str]:
+def _ask(*, tenant, visitor, conversation_id) -> tuple[str, dict]:
     conv = (services.conversation_get(tenant=tenant, conversation_id=conversation_id, visitor=visitor)
             if conversation_id else None)
     conv = ownership.visitor_asks_for_person(conversation=conv,
                                              create={"tenant": tenant, **visitor.conversation_fields()})
-    return str(conv.pk), conv.handoff
+    return str(conv.pk), assignment.state_event(state=conv.handoff, agent=conv.assignee, tenant_id=tenant.pk)
+
+
+def _leave(*, tenant, visitor, conversation_id, email, text) -> None:
+    conv = services.conversation_get(tenant=tenant, conversation_id=conversation_id, visitor=visitor)
+    ownership.offline_message_leave(conversation=conv, email=email, text=text)
 
 
 def widget_frame(conversation_id: str, event: dict) -> dict | None:
@@ -37,8 +43,11 @@ def widget_frame(conversation_id: str, event: dict) -> dict | None:
         return {"type": "agent_message", "conversation": conversation_id, "id": event["id"],
                 "text": event["text"], "author": event["author"]}
     if kind == "handoff":
-        return {"type": "handoff", "conversation": conversation_id, "state": event["state"],
-                "agent": event.get("agent", "")}
+        frame = {"type": "handoff", "conversation": conversation_id, "state": event["state"],
+                 "agent": event.get("agent", "")}
+        if event.get("offline"):
+            frame["offline"] = True
+        return frame
     if kind == "typing" and event.get("from") == "agent":
         return {"type": "typing", "conversation": conversation_id, "name": event.get("name", "")}
     return None
@@ -95,14 +104,32 @@ class WidgetLive:
             return
         c = self.consumer
         try:
-            cid, state = await database_sync_to_async(_ask)(tenant=c.api_key.tenant, visitor=c.visitor,
+            cid, event = await database_sync_to_async(_ask)(tenant=c.api_key.tenant, visitor=c.visitor,
                                                             conversation_id=cid)
         except services.NotFound as exc:
             await c._error(exc.code, str(exc))
             return
         await c._send({"type": "conversation", "id": cid})
-        await c._send({"type": "handoff", "conversation": cid, "state": state, "agent": ""})
+        # Watched from after the events this request published, which the frame sums up.
+        await c._send(widget_frame(cid, {**event, "audience": events.ALL}))
         self.watch(cid)
+
+    async def on_offline(self, frame: dict) -> None:
+        """`{"type": "offline", "conversation": id, "email", "text"}`: the offline form."""
+        cid = frame.get("conversation")
+        if not isinstance(cid, str):
+            await self.consumer._error("invalid_frame", "conversation must be an id.")
+            return
+        if not await self.consumer._key_still_works():
+            return
+        c = self.consumer
+        try:
+            await database_sync_to_async(_leave)(tenant=c.api_key.tenant, visitor=c.visitor, conversation_id=cid,
+                                                 email=frame.get("email"), text=frame.get("text"))
+        except (services.NotFound, InvalidInput) as exc:
+            await c._error(exc.code, str(exc))
+            return
+        await c._send({"type": "offline_received", "conversation": cid})
 
     async def on_typing(self, frame: dict) -> None:
         """`{"type": "typing", "conversation": id}`: told to agents, at most every 2 s."""

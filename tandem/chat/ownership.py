@@ -1,7 +1,8 @@
 """Who answers a conversation: the assistant or a person of the tenant (docs/handoff.md).
 
     bot ──(visitor asks: button or words; an agent takes over)──► pending_human
-    pending_human ──(an agent claims)──► human          bot ──(an agent claims)──► human
+    pending_human ──(an agent claims; round-robin)──► human          bot ──(an agent claims)──► human
+    pending_human | human ──(assign to another agent)──► human
     pending_human | human ──(resolve)──► resolved ──(the visitor's next message)──► bot
 
 Every change is one conditional UPDATE (`WHERE handoff IN <the states it may come
@@ -17,6 +18,8 @@ Every change is published on commit to the conversation's live events
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
 
@@ -24,8 +27,11 @@ from inference.text import handover
 from inference.text.validation import InvalidInput, clean_user_text
 from inference.wire import events
 from inference.wire.connections import get_redis
+from tenants import audit
 
-from .models import Conversation, Message
+from . import assignment
+from .assignment import display_name
+from .models import Conversation, Message, OfflineMessage
 
 H = Conversation.Handoff
 # To a state, from the states it may be reached from.
@@ -67,13 +73,6 @@ class NotYours(Exception):
         super().__init__("Claim this conversation before you reply.")
 
 
-def display_name(user) -> str:
-    """How a visitor sees an agent: their first name, else their username's local part."""
-    if user is None:
-        return ""
-    return (user.first_name or user.get_username().split("@")[0])[:150]
-
-
 def _move(conversation: Conversation, to: str, **fields) -> bool:
     """One conditional UPDATE to `to`; True if this call made the change. `conversation`
     is read again either way, so the caller sees who won."""
@@ -87,7 +86,8 @@ def _move(conversation: Conversation, to: str, **fields) -> bool:
 
 
 def _state_event(conversation: Conversation) -> dict:
-    return {"type": "handoff", "state": conversation.handoff, "agent": display_name(conversation.assignee)}
+    return assignment.state_event(state=conversation.handoff, agent=conversation.assignee,
+                                  tenant_id=conversation.tenant_id)
 
 
 def _publish(conversation: Conversation, event: dict, *, audience: str = events.ALL) -> None:
@@ -97,9 +97,20 @@ def _publish(conversation: Conversation, event: dict, *, audience: str = events.
 
 def handoff_request(*, conversation: Conversation, reason: str) -> bool:
     """The visitor asked for a person (reason "button"), or an agent will take it
-    ("agent"). False when a person already has it, or it already waits for one."""
-    return _move(conversation, H.PENDING_HUMAN, handoff_reason=reason, handoff_at=timezone.now(),
-                 assignee=None, claimed_at=None, first_human_reply_at=None, resolved_at=None)
+    ("agent"). False when a person already has it, or it already waits for one. With
+    round-robin on, it goes on to an online agent at once."""
+    moved = _move(conversation, H.PENDING_HUMAN, handoff_reason=reason, handoff_at=timezone.now(),
+                  assignee=None, claimed_at=None, first_human_reply_at=None, resolved_at=None)
+    if moved and reason != "agent":  # an agent taking over claims it next themselves
+        after_handover(conversation=conversation)
+    return moved
+
+
+def after_handover(*, conversation: Conversation) -> None:
+    """Round-robin, for a conversation that just started to wait for a person."""
+    if assignment.assign_round_robin(conversation_id=conversation.pk, tenant=conversation.tenant):
+        conversation.refresh_from_db()
+        _publish(conversation, _state_event(conversation))
 
 
 def conversation_claim(*, conversation: Conversation, agent) -> Conversation:
@@ -111,6 +122,39 @@ def conversation_claim(*, conversation: Conversation, agent) -> Conversation:
     extra = {} if conversation.handoff == H.PENDING_HUMAN else {"handoff_reason": "agent", "handoff_at": now}
     if not _move(conversation, H.HUMAN, assignee=agent, claimed_at=now, resolved_at=None, **extra):
         raise Taken(conversation)
+    return conversation
+
+
+class Stale(Exception):
+    code = "assignee_changed"
+
+    def __init__(self, conversation: Conversation):
+        owner = conversation.assignee
+        super().__init__(f"Assigned to {display_name(owner)} meanwhile: look again." if owner and conversation.with_person
+                         else "This conversation is no longer with a person.")
+        self.conversation = conversation
+
+
+def conversation_assign(*, conversation: Conversation, to, by) -> Conversation:
+    """Another agent (`to`, one `assignment.agent_get` found in the tenant) answers it
+    now, as `by` decided: one conditional UPDATE, from the owner `by` saw, so two people
+    reassigning the same conversation at once cannot both win (the loser gets Stale).
+    Audited, and told to the conversation's sockets like a claim."""
+    if conversation.channel != Conversation.Channel.WIDGET:
+        raise Stale(conversation)
+    before, now = conversation.assignee, timezone.now()
+    with transaction.atomic():  # no assignment without its audit record
+        won = Conversation.objects.filter(pk=conversation.pk, handoff__in=[H.PENDING_HUMAN, H.HUMAN],
+                                          assignee=before).update(handoff=H.HUMAN, assignee=to, claimed_at=now,
+                                                                  updated_at=now)
+        conversation.refresh_from_db()
+        if not won:
+            raise Stale(conversation)
+        audit.record(actor=audit.Actor.console(by), tenant=conversation.tenant, entity="conversation",
+                     entity_id=conversation.pk, action="assign",
+                     changes={"assignee": [before.get_username() if before else None, to.get_username()]},
+                     summary=f"conversation {conversation.pk} assigned to {to.get_username()}")
+        _publish(conversation, _state_event(conversation))
     return conversation
 
 
@@ -165,6 +209,33 @@ def visitor_asks_for_person(*, conversation: Conversation | None, create: dict) 
     return conversation
 
 
+OFFLINE_PER_CONVERSATION = 5  # a form, not a mailbox: enough to correct an address
+
+
+def offline_message_leave(*, conversation: Conversation, email: str, text: str) -> OfflineMessage:
+    """The widget's offline form (the visitor's own conversation, which waits for a person
+    while no agent is online): kept for the inbox, and the address kept on the
+    conversation when it had none. Raises InvalidInput."""
+    email = (email if isinstance(email, str) else "").strip()
+    try:
+        if len(email) > OfflineMessage._meta.get_field("email").max_length:
+            raise ValidationError("too long")
+        validate_email(email)
+    except ValidationError:
+        raise InvalidInput("Enter a valid e-mail address.", param="email", code="invalid_email") from None
+    text = clean_user_text(text)
+    if not conversation.with_person:
+        raise InvalidInput("This conversation is not waiting for a person.", param="conversation",
+                           code="not_with_person")
+    if conversation.offline_messages.count() >= OFFLINE_PER_CONVERSATION:
+        raise InvalidInput("This conversation has enough offline messages.", code="too_many_offline_messages")
+    with transaction.atomic():
+        msg = OfflineMessage.objects.create(tenant_id=conversation.tenant_id, conversation=conversation,
+                                            email=email, text=text)
+        Conversation.objects.filter(pk=conversation.pk, user_email="").update(user_email=email)
+    return msg
+
+
 def typing(*, conversation_id, who: str, name: str = "") -> None:
     """Someone is typing (not stored). `who` is "visitor" (only agents hear it) or "agent"."""
     events.publish(get_redis(), str(conversation_id), {"type": "typing", "from": who, "name": name},
@@ -177,4 +248,5 @@ def handover_spec(*, tenant, channel: str) -> dict:
     and what the assistant then says."""
     if channel != Conversation.Channel.WIDGET:
         return {"handover_patterns": handover.OFF}
-    return {"handover_patterns": tenant.handover_patterns, "handover_text": tenant.handover_text}
+    return {"handover_patterns": tenant.handover_patterns, "handover_text": tenant.handover_text,
+            "handover_ungrounded": tenant.handover_ungrounded}

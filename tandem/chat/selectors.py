@@ -22,9 +22,8 @@ def conversation_transcript(*, tenant: Tenant, conversation_id, visitor: Visitor
     rows = list(
         # An agent's replies too (with their `author`); internal notes never.
         conversation.messages.filter(role__in=[Message.Role.USER, Message.Role.ASSISTANT, Message.Role.AGENT])
-        # A user message and its reply are saved together; on a tie of created_at, the
-        # user's comes first once the list is reversed.
-        .order_by("-created_at", "role")
+        # In the order they were written (Message.seq), never by created_at, which ties.
+        .order_by("-seq")
         .values("id", "role", "content", "status", "finish_reason", "error", "author_name")[:limit]
     )
     rows.reverse()

@@ -30,6 +30,8 @@ from .models import Conversation, Message
 from .sampling import sampling_for_tandem
 from .visitors import Visitor, visitor_recheck
 
+AGENTS_ONLY = (Message.Role.NOTE, Message.Role.DRAFT)  # messages the visitor never sees
+
 
 class QuotaRefused(Exception):
     """Admission refused the request; nothing was stored or enqueued."""
@@ -74,9 +76,14 @@ class Submission:
 
 
 def _visible(model, visitor: Visitor | None):
-    """`model`'s rows, narrowed to `visitor`'s when a widget socket asks."""
+    """`model`'s rows, narrowed to `visitor`'s when a widget socket asks: of messages,
+    never the agents' own (notes, drafts), whose ids a visitor could try to resume."""
     rows = model.objects.all()
-    return visitor.owns(rows) if visitor is not None else rows
+    if visitor is None:
+        return rows
+    if model is Message:
+        rows = rows.exclude(role__in=AGENTS_ONLY)
+    return visitor.owns(rows)
 
 
 def conversation_get(*, tenant: Tenant, conversation_id, visitor: Visitor | None = None) -> Conversation:
@@ -100,7 +107,7 @@ def conversation_create(*, tenant: Tenant, channel: str, visitor_id: str = "") -
 def conversation_messages(*, tenant: Tenant, conversation_id) -> list[Message]:
     """A conversation's transcript, oldest first (NotFound when it is not the tenant's)."""
     conversation = conversation_get(tenant=tenant, conversation_id=conversation_id)
-    return list(conversation.messages.order_by("created_at"))
+    return list(conversation.messages.exclude(role=Message.Role.DRAFT).order_by("seq"))
 
 
 def route_is_served(route: Route) -> bool:
@@ -117,9 +124,9 @@ def prompt_history(conversation: Conversation, *, max_prompt_tokens: int) -> lis
     newest `TANDEM_HISTORY_MAX_MESSAGES` rows are read, and of those only the newest that
     fit `TANDEM_HISTORY_CHARS_PER_TOKEN` characters per prompt token (no prompt of
     `max_prompt_tokens` could hold more; the CPU tier trims the rest by tokens)."""
-    rows = conversation.messages.exclude(content="").exclude(role=Message.Role.NOTE).exclude(
+    rows = conversation.messages.exclude(content="").exclude(role__in=AGENTS_ONLY).exclude(
         role=Message.Role.ASSISTANT, status__in=[Message.Status.FAILED, Message.Status.CANCELLED]
-    ).order_by("-created_at").values_list("role", "content")[: settings.TANDEM_HISTORY_MAX_MESSAGES]
+    ).order_by("-seq").values_list("role", "content")[: settings.TANDEM_HISTORY_MAX_MESSAGES]
     room = max_prompt_tokens * settings.TANDEM_HISTORY_CHARS_PER_TOKEN
     kept: list[dict] = []
     for role, content in rows:
@@ -134,7 +141,7 @@ def prompt_history(conversation: Conversation, *, max_prompt_tokens: int) -> lis
 def conversation_check_length(conversation: Conversation, adding: int) -> None:
     """A conversation holds at most TANDEM_CONVERSATION_MAX_MESSAGES messages."""
     limit = settings.TANDEM_CONVERSATION_MAX_MESSAGES
-    if conversation.messages.count() + adding > limit:
+    if conversation.messages.exclude(role=Message.Role.DRAFT).count() + adding > limit:
         raise InvalidInput(f"This conversation has reached its limit of {limit} messages; start a new one.",
                            param="conversation", code="conversation_too_long")
 
@@ -241,8 +248,8 @@ def chat_submit(
                                                            **owner)
             else:
                 conversation.save(update_fields=["updated_at"])  # a new one is created with it set
-            # The new messages and the queued reply in one INSERT (in this order: they are
-            # ordered by created_at, which each row takes as it is saved).
+            # The new messages and the queued reply in one INSERT, numbered (Message.seq)
+            # in this order.
             assistant = Message(id=request_id, conversation=conversation, role=Message.Role.ASSISTANT,
                                 status=Message.Status.QUEUED)
             Message.objects.bulk_create(

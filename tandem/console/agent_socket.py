@@ -5,8 +5,10 @@ Signed in by the console's session (AuthMiddlewareStack, same-origin only), and 
 through tenants.membership like every console page: a tenant that is not the person's,
 or a conversation that is not the tenant's, is refused exactly as a missing one (close
 4404), and a role without Can.INBOX is closed 4403. Thin: it forwards the conversation's
-live events (inference.wire.events) and tells others when the agent types; replies,
-notes, claims and resolves are the inbox's POSTs (views/inbox.py)."""
+live events (inference.wire.events), tells others when the agent types, and streams a
+suggested reply (`suggest`, tandem.chat.drafts) into the agent's reply box, never to the
+visitor; replies, notes, claims, assignments and resolves are the inbox's POSTs
+(views/inbox.py). An open socket is its agent's presence heartbeat (tandem.chat.assignment)."""
 
 from __future__ import annotations
 
@@ -18,10 +20,12 @@ import time
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from inference.text.validation import InvalidInput
 from inference.wire import events
 from inference.wire.connections import get_async_redis
-from tandem.chat import ownership
+from tandem.chat import assignment, drafts, ownership, services
 from tandem.chat.models import Conversation
+from tandem.chat.replies import ReplyFollower
 from tenants import membership
 from tenants.membership import Can
 
@@ -30,19 +34,20 @@ CLOSE_NOT_FOUND, CLOSE_FORBIDDEN, CLOSE_UNAUTHORIZED = 4404, 4403, 4401
 MAX_FRAME_BYTES = 4096
 
 
-def _resolve(user, slug, conversation_id) -> tuple[str, str]:
-    """(conversation id, the agent's display name), or NotVisible / NotAllowed."""
+def _resolve(user, slug, conversation_id) -> tuple[str, str, object]:
+    """(conversation id, the agent's display name, the tenant), or NotVisible / NotAllowed."""
     access = membership.tenant_access(user=user, slug=slug, need=Can.VIEW)
     conv = membership.tenant_object(access, Conversation.objects.all(), what="conversation", pk=conversation_id)
     access.require(Can.INBOX)
-    return str(conv.pk), ownership.display_name(user)
+    assignment.presence_seen(tenant=access.tenant, agent=user)
+    return str(conv.pk), ownership.display_name(user), access.tenant
 
 
 class AgentConsumer(AsyncWebsocketConsumer):
     channel_layer_alias = "tandem-consumers-use-no-layer"
 
     async def connect(self):
-        self.task, self.redis, self.conversation_id = None, None, None
+        self.task, self.redis, self.conversation_id, self.draft = None, None, None, None
         await self.accept()
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
@@ -50,7 +55,8 @@ class AgentConsumer(AsyncWebsocketConsumer):
             return
         kw = self.scope["url_route"]["kwargs"]
         try:
-            self.conversation_id, self.name = await database_sync_to_async(_resolve)(
+            self.user = user
+            self.conversation_id, self.name, self.tenant = await database_sync_to_async(_resolve)(
                 user, kw["slug"], kw["conversation_id"])
         except membership.NotAllowed:
             await self._close(CLOSE_FORBIDDEN, "forbidden", "Your role may not use the inbox.")
@@ -67,15 +73,20 @@ class AgentConsumer(AsyncWebsocketConsumer):
         await self.close(code=code)
 
     async def disconnect(self, code):
-        if self.task:
-            self.task.cancel()
+        for task in (self.task, self.draft):
+            if task:
+                task.cancel()
         if self.redis is not None:
             await self.redis.aclose()
 
     async def _forward(self):
         try:
             async for event in events.tail(self.redis, self.conversation_id):
-                if event["type"] != "idle":
+                if event["type"] == "idle":
+                    # An open socket keeps its agent online (the write is throttled there).
+                    await database_sync_to_async(assignment.presence_seen)(
+                        tenant=self.tenant, agent=self.user)
+                else:
                     event.pop("audience", None)
                     await self.send(text_data=json.dumps(event))
         except asyncio.CancelledError:
@@ -91,9 +102,45 @@ class AgentConsumer(AsyncWebsocketConsumer):
             frame = json.loads(text_data)
         except ValueError:
             return
+        if isinstance(frame, dict) and frame.get("type") == "suggest":
+            if self.draft is None or self.draft.done():  # one draft at a time
+                self.draft = asyncio.create_task(self._suggest())
+            return
         if isinstance(frame, dict) and frame.get("type") == "typing":
             now = time.monotonic()
             if now - self.typed_at >= 2.0:
                 self.typed_at = now
                 await database_sync_to_async(ownership.typing)(
                     conversation_id=self.conversation_id, who="agent", name=self.name)
+
+    async def _suggest(self):
+        """Start a draft and forward its tokens as `draft` frames, then `draft_end` (or
+        `draft_error`). A disconnect cancels the draft: nobody would see it."""
+        try:
+            msg, served = await database_sync_to_async(drafts.draft_request)(
+                tenant=self.tenant, conversation_id=self.conversation_id, agent=self.user)
+        except (ownership.NotYours, InvalidInput, services.QuotaRefused, services.NotFound) as exc:
+            await self.send(text_data=json.dumps({"type": "draft_error", "code": getattr(exc, "code", "refused"),
+                                                  "detail": str(exc)}))
+            return
+        mid = str(msg.pk)
+        await self.send(text_data=json.dumps({"type": "draft_start", "message": mid}))
+        follower = ReplyFollower(self.redis, mid, served=served)
+        try:
+            async for rec in follower.records():
+                if rec["type"] == "token":
+                    frame = {"type": "draft", "message": mid, "index": rec["index"], "text": rec["text"]}
+                elif rec["type"] == "end":
+                    frame = {"type": "draft_end", "message": mid, "finish_reason": rec["finish_reason"]}
+                elif rec["type"] == "error":
+                    frame = {"type": "draft_error", "message": mid, "code": rec["code"], "detail": rec["message"]}
+                else:
+                    continue
+                await self.send(text_data=json.dumps(frame))
+        except asyncio.CancelledError:
+            await follower.cancel()
+            raise
+        except Exception:  # Redis went away: say so, rather than leave the agent waiting
+            log.exception("draft %s failed", mid)
+            await self.send(text_data=json.dumps({"type": "draft_error", "message": mid, "code": "internal_error",
+                                                  "detail": "The draft failed; write the reply yourself."}))

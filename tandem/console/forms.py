@@ -141,13 +141,23 @@ class AssistantForm(Form):
                   "(case-insensitive). Blank: the built-in English and French set; \"-\" alone: off.")
     handover_text = forms.CharField(label="Hand-over message", required=False, max_length=300,
                                     help_text="What the assistant says when it hands over; a default when blank.")
+    handover_round_robin = forms.BooleanField(
+        label="Assign round-robin", required=False,
+        help_text="A conversation handed over goes straight to the online agent who was assigned one "
+                  "least recently; with no agent online it waits in the inbox (and the widget offers "
+                  "to leave a message).")
+    handover_ungrounded = forms.BooleanField(
+        label="Hand over when the knowledge has no answer", required=False,
+        help_text="Instead of answering, hand over when retrieval finds no passage above the knowledge "
+                  "settings' minimum score (needs knowledge on).")
 
     FIELDSETS = [
         ("Persona", ["system_prompt"]),
         ("Widget appearance", ["widget_title", "widget_color", "widget_position", "widget_locale"]),
         ("Widget texts", ["widget_greeting", "widget_placeholder"]),
         ("Identity verification", ["identity_verification"]),
-        ("Hand-over to a person", ["handover_patterns", "handover_text"]),
+        ("Hand-over to a person", ["handover_patterns", "handover_text", "handover_round_robin",
+                                   "handover_ungrounded"]),
     ]
     PREVIEW_FIELDS = ("widget_title", "widget_color", "widget_greeting", "widget_placeholder",
                       "widget_position", "widget_locale")

@@ -219,7 +219,7 @@ def conversation_list(*, tenant: Tenant, channel: str = "", status: str = "", si
     if q:
         rows = rows.filter(Q(messages__content__icontains=q) | Q(visitor_id__icontains=q)).distinct()
     first_question = (Message.objects.filter(conversation=OuterRef("pk"), role=Message.Role.USER)
-                      .order_by("created_at").values("content")[:1])
+                      .order_by("seq").values("content")[:1])
     return rows.annotate(message_count=Count("messages", distinct=True),
                          first_message=Subquery(first_question)).order_by("-updated_at")
 
@@ -227,7 +227,7 @@ def conversation_list(*, tenant: Tenant, channel: str = "", status: str = "", si
 def transcript(conversation: Conversation) -> list[dict]:
     """The conversation's messages, oldest first, each assistant reply with what served
     it (its UsageRecord: pools, workers, cached tokens) where one was written."""
-    messages = list(conversation.messages.order_by("created_at"))
+    messages = list(conversation.messages.order_by("seq"))
     usage = {u.message_id: u for u in UsageRecord.objects.filter(
         tenant_id=conversation.tenant_id, message_id__in=[m.id for m in messages if m.role == "assistant"])}
     return [{"message": m, "usage": usage.get(m.id)} for m in messages]

@@ -28,13 +28,15 @@ def test_the_assistant_page_saves_the_widget_and_hand_over_settings_audited(clie
     client.force_login(world.admin_a)
     html = client.get(f"{A}/assistant/").content.decode()
     for label in ("System prompt", "Title", "Colour", "Greeting", "Placeholder", "Position", "Language",
-                  "Identity verification", "Hand-over phrases", "Hand-over message"):
+                  "Identity verification", "Hand-over phrases", "Hand-over message", "Assign round-robin",
+                  "Hand over when the knowledge has no answer"):
         assert label in labels(html), label
     assert re.search(r'<button type="submit">Save</button>', html)
     form = assistant_form(world.a.tenant, widget_title="Alpha help", widget_color="#AA3300",
                           widget_greeting="Hello from Alpha!", widget_placeholder="Ask Alpha",
                           widget_position="left", widget_locale="fr",
-                          handover_patterns=r"\bhuman please\b", handover_text="A person is coming.")
+                          handover_patterns=r"\bhuman please\b", handover_text="A person is coming.",
+                          handover_round_robin=True, handover_ungrounded=True)
     assert client.post(f"{A}/assistant/", form).status_code == 302
     t = Tenant.objects.get(pk=world.a.tenant.pk)
     assert (t.widget_title, t.widget_color, t.widget_greeting, t.widget_placeholder, t.widget_position,
@@ -44,11 +46,15 @@ def test_the_assistant_page_saves_the_widget_and_hand_over_settings_audited(clie
     entry = AuditLog.objects.filter(tenant=t, entity="tenant", action="update").latest("pk")
     assert entry.source == "console" and entry.actor == world.admin_a
     assert entry.changes["widget_color"] == ["#2f5bd3", "#aa3300"] and "widget_title" in entry.changes
+    assert t.handover_round_robin and t.handover_ungrounded
+    assert entry.changes["handover_ungrounded"] == [False, True]
 
 
 @pytest.mark.parametrize("field,value,message", [
     ("widget_color", "red", "#rrggbb"),
     ("handover_patterns", "ok\n(unclosed", "Line 2"),
+    ("handover_patterns", "a{2,1}", "Line 1"),
+    ("handover_patterns", "x" * 301, "longer than 300"),
     ("widget_position", "top", "Select a valid choice"),
 ])
 def test_a_bad_assistant_value_is_a_message_beside_its_field(client, world, field, value, message):

@@ -1,5 +1,7 @@
 """Tenant → Inbox: the conversations handed to a person, for agents, admins and owners
-(Can.INBOX). Claim, reply, internal notes and resolve are POSTs to tandem.chat.ownership;
+(Can.INBOX). Claim, assign, reply, internal notes and resolve are POSTs to
+tandem.chat.ownership, the agent's online / away toggle to tandem.chat.assignment (and
+every inbox page is a presence heartbeat);
 the live transcript and typing come over the agent socket (tandem.console.agent_socket).
 Another tenant's conversation id is a 404 like a missing one (views/base.tenant_page)."""
 
@@ -10,9 +12,10 @@ from django.http import JsonResponse
 from django.shortcuts import redirect
 
 from inference.text.validation import InvalidInput
+from tandem.chat import assignment, ownership
 from tandem.chat import inbox as chat_inbox
-from tandem.chat import ownership
 from tandem.chat.models import Conversation
+from tenants.access import NotFound
 from tenants.membership import Can
 
 from .base import Obj, render_page, tenant_page
@@ -21,11 +24,18 @@ CONVERSATION = {"conversation_id": Obj("conv", Conversation.objects.all(), "conv
 INBOX = {"read": Can.INBOX, "write": Can.INBOX}
 
 
+def _presence(request, access) -> dict:
+    assignment.presence_seen(tenant=access.tenant, agent=request.user)
+    return {"presence": assignment.presence_of(tenant=access.tenant, agent=request.user),
+            "online_count": assignment.online_agents(tenant=access.tenant).count()}
+
+
 @tenant_page(methods=("GET",), **INBOX)
 def inbox(request, access):
     return render_page(request, "console/inbox.html",
                        {"rows": chat_inbox.inbox_list(tenant=access.tenant, agent=request.user),
-                        "stats": chat_inbox.handoff_stats(tenant=access.tenant)},
+                        "stats": chat_inbox.handoff_stats(tenant=access.tenant),
+                        "offline": chat_inbox.offline_list(tenant=access.tenant), **_presence(request, access)},
                        access=access, nav="inbox")
 
 
@@ -33,26 +43,49 @@ def inbox(request, access):
 def inbox_rows(request, access):
     """The list alone, which the page polls (htmx) so a new hand-over shows within a second."""
     return render_page(request, "console/partials/inbox_rows.html",
-                       {"rows": chat_inbox.inbox_list(tenant=access.tenant, agent=request.user)}, access=access)
+                       {"rows": chat_inbox.inbox_list(tenant=access.tenant, agent=request.user),
+                        **_presence(request, access)}, access=access)
+
+
+@tenant_page(methods=("POST",), **INBOX)
+def inbox_presence(request, access):
+    """The agent's online / away toggle."""
+    try:
+        status = assignment.presence_set(tenant=access.tenant, agent=request.user, status=request.POST.get("status"))
+    except InvalidInput as exc:
+        if _wants_json(request):
+            return JsonResponse({"ok": False, "detail": str(exc)}, status=400)
+        messages.error(request, str(exc))
+    else:
+        if _wants_json(request):
+            return JsonResponse({"ok": True, "status": status})
+        messages.success(request, "You are online: new conversations may come to you." if status == "online"
+                         else "You are away.")
+    return redirect("console:inbox", slug=access.tenant.slug)
 
 
 @tenant_page(methods=("GET",), objects=CONVERSATION, **INBOX)
 def inbox_conversation(request, access, conv):
     return render_page(request, "console/inbox_conversation.html",
                        {"conversation": conv, "items": chat_inbox.inbox_transcript(conv),
-                        "mine": conv.handoff == Conversation.Handoff.HUMAN and conv.assignee_id == request.user.pk},
+                        "mine": conv.handoff == Conversation.Handoff.HUMAN and conv.assignee_id == request.user.pk,
+                        "agents": assignment.inbox_agents(tenant=access.tenant), **_presence(request, access)},
                        access=access, nav="inbox")
 
 
 @tenant_page(methods=("POST",), objects=CONVERSATION, **INBOX)
 def inbox_action(request, access, conv, action):
-    """claim | resolve | reply | note. A fetch() (the page's script) gets JSON; a plain
+    """claim | assign | resolve | reply | note. A fetch() (the page's script) gets JSON; a plain
     form post is redirected back with a message."""
     status, text = 200, ""
     try:
         if action == "claim":
             ownership.conversation_claim(conversation=conv, agent=request.user)
             text = "You are answering this conversation."
+        elif action == "assign":
+            to = assignment.agent_get(tenant=access.tenant, user_id=request.POST.get("agent"))
+            ownership.conversation_assign(conversation=conv, to=to, by=request.user)
+            text = f"Assigned to {assignment.display_name(to)}."
         elif action == "resolve":
             if not ownership.conversation_resolve(conversation=conv):
                 status, text = 409, "This conversation is not with a person."
@@ -63,8 +96,10 @@ def inbox_action(request, access, conv, action):
                                           text=request.POST.get("text", ""), note=action == "note")
             if _wants_json(request):
                 return JsonResponse({"ok": True, "message": ownership.message_event(msg)})
-    except (ownership.Taken, ownership.NotYours) as exc:
+    except (ownership.Taken, ownership.NotYours, ownership.Stale) as exc:
         status, text = 409, str(exc)
+    except NotFound:
+        status, text = 400, "Choose an agent of this tenant who may use the inbox."
     except InvalidInput as exc:
         status, text = 400, str(exc)
     if _wants_json(request):

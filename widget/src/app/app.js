@@ -391,6 +391,7 @@ export class App {
       case "handoff": return this.onHandoff(f);
       case "agent_message": return this.onAgent(f);
       case "typing": return this.onTyping(f);
+      case "offline_received": return this.off && this.off.replaceChildren(this.t("offlineSent"));
       default: return undefined;
     }
   }
@@ -500,6 +501,10 @@ export class App {
     if (this.person) this.setAlert(this.t(s === "human" ? "personJoined" : "waitingPerson", { n: f.agent }), "info");
     else if (this.alertKind === "info") this.setAlert(null);
     if (!quiet && s === "human") this.view.announce(this.view.alert.textContent);
+    // Nobody of the team is online: leave an e-mail address and a message instead.
+    if (f.offline && !(this.off && this.off.isConnected)) {
+      this.off = this.view.offlineForm((email, text) => this.conn.send({ type: "offline", conversation: f.conversation, email, text }));
+    }
   }
 
   onAgent(f) {

@@ -34,6 +34,9 @@ const catalogue = {
     person: "Talk to a person",
     waitingPerson: "Waiting for a person from the team…",
     personJoined: "{n} joined the conversation.",
+    offlineAsk: "No one is online. Leave your e-mail and a message.",
+    email: "Your e-mail",
+    offlineSent: "Thanks! We will reply by e-mail.",
     personTyping: "{n} is typing…",
   },
   fr: {
@@ -69,6 +72,9 @@ const catalogue = {
     person: "Parler à une personne",
     waitingPerson: "En attente d'une personne de l'équipe…",
     personJoined: "{n} a rejoint la conversation.",
+    offlineAsk: "Personne n'est en ligne. Laissez votre e-mail et un message.",
+    email: "Votre e-mail",
+    offlineSent: "Merci ! Nous répondrons par e-mail.",
     personTyping: "{n} écrit…",
   },
 };

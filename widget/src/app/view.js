@@ -208,6 +208,17 @@ export class View {
 
   removeMessage(m) { if (m.el) m.el.remove(); }
 
+  /** The offline form, at the end of the log; `send(email, text)` on submit. */
+  offlineForm(send) {
+    const t = this.t, req = { required: true }, email = h("input", { type: "email", placeholder: t("email"), "aria-label": t("email"), ...req }),
+      text = h("textarea", { "aria-label": t("message"), ...req });
+    const f = h("form", { class: "msg offline", onsubmit: (e) => { e.preventDefault(); send(email.value, text.value); } },
+      t("offlineAsk"), email, text, h("button", { text: t("send") }));
+    this.log.append(f);
+    this.scrollToEnd();
+    return f;
+  }
+
   /** The typing indicator: "queued", "typing", or null to hide it. */
   setStatus(state, vars) {
     if (!state) {
