@@ -43,6 +43,13 @@ def _resolve(user, slug, conversation_id) -> tuple[str, str, object]:
     return str(conv.pk), ownership.display_name(user), access.tenant
 
 
+def _draft(user, tenant, conversation_id):
+    """drafts.draft_request, for a person whose role still has the inbox: the role is read
+    again, as every console page reads it, since it may have changed after connect."""
+    membership.tenant_access(user=user, slug=tenant.slug, need=Can.INBOX)
+    return drafts.draft_request(tenant=tenant, conversation_id=conversation_id, agent=user)
+
+
 class AgentConsumer(AsyncWebsocketConsumer):
     channel_layer_alias = "tandem-consumers-use-no-layer"
 
@@ -117,8 +124,11 @@ class AgentConsumer(AsyncWebsocketConsumer):
         """Start a draft and forward its tokens as `draft` frames, then `draft_end` (or
         `draft_error`). A disconnect cancels the draft: nobody would see it."""
         try:
-            msg, served = await database_sync_to_async(drafts.draft_request)(
-                tenant=self.tenant, conversation_id=self.conversation_id, agent=self.user)
+            msg, served = await database_sync_to_async(_draft)(self.user, self.tenant, self.conversation_id)
+        except (membership.NotAllowed, membership.NotVisible):
+            await self.send(text_data=json.dumps({"type": "draft_error", "code": "forbidden",
+                                                  "detail": "Your role may no longer use the inbox."}))
+            return
         except (ownership.NotYours, InvalidInput, services.QuotaRefused, services.NotFound) as exc:
             await self.send(text_data=json.dumps({"type": "draft_error", "code": getattr(exc, "code", "refused"),
                                                   "detail": str(exc)}))

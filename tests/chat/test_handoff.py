@@ -398,3 +398,28 @@ def test_round_robin_and_an_agent_claiming_at_the_same_moment_make_exactly_one_o
     conv.refresh_from_db()
     winners = [w for w in (results["rr"], results["claim"]) if w is not None]
     assert len(winners) == 1 and conv.handoff == H.HUMAN and conv.assignee == winners[0]
+
+
+def test_an_agent_demoted_after_the_socket_opened_gets_no_draft(platform, client):
+    created = make_tenant(max_output_tokens=4)
+    tenant = created.tenant
+    agent = UserFactory(first_name="Sam")
+    member = Membership.objects.create(user=agent, tenant=tenant, role=Membership.Role.AGENT)
+    client.force_login(agent)
+    with chat_socket(platform, created.widget_key.plaintext) as chat:
+        chat.send({"type": "handoff", "conversation": None})
+        cid = chat.recv()["id"]
+        chat.recv_until(lambda f: f["type"] == "handoff")
+        conv = Conversation.objects.get(pk=cid)
+        with agent_socket(platform, client, conv) as sock:
+            assert client.post(f"/console/t/{tenant.slug}/inbox/{cid}/claim/").status_code == 302
+            chat.send({"type": "message", "text": "Are you there?", "conversation": cid})
+            chat.recv_until(lambda f: f["type"] == "received")
+            member.role = Membership.Role.VIEWER
+            member.save(update_fields=["role"])
+            sock.send(json.dumps({"type": "suggest"}))
+            frame = json.loads(sock.recv(timeout=60))
+            while frame["type"] not in ("draft_start", "draft_error"):
+                frame = json.loads(sock.recv(timeout=60))
+    assert frame == {"type": "draft_error", "code": "forbidden", "detail": "Your role may no longer use the inbox."}
+    assert not Message.objects.filter(conversation_id=cid, role="draft").exists()
