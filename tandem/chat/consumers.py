@@ -30,7 +30,7 @@ from tenants.services import (
 )
 
 from ..net import scope_client_ip
-from . import ownership, selectors, services, sockets
+from . import assignment, ownership, selectors, services, sockets
 from .live import WidgetLive
 from .models import Conversation
 from .replies import EXPIRED, ReplyFollower
@@ -287,8 +287,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except services.NotFound as exc:
             await self._error(exc.code, str(exc))
             return
+        # A page reloaded while it waits with nobody online offers the offline form again.
+        offline = (transcript["handoff"] == Conversation.Handoff.PENDING_HUMAN
+                   and not await in_db(assignment.anyone_online)(tenant_id=self.api_key.tenant_id))
         await self._send({"type": "history", "conversation": transcript["id"], "messages": transcript["messages"],
-                          "handoff": transcript["handoff"]})
+                          "handoff": transcript["handoff"], **({"offline": True} if offline else {})})
         self.live.watch(transcript["id"], after=mark)
 
     def _follow(self, request_id: str, *, after: int, served: bool):

@@ -234,6 +234,10 @@ def test_with_no_agent_online_the_widget_is_told_and_its_offline_form_reaches_th
         chat.send({"type": "offline", "conversation": cid, "email": " ann@example.test ",
                    "text": "My parcel 42 never came"})
         assert chat.recv() == {"type": "offline_received", "conversation": cid}
+    with chat_socket(platform, created.widget_key.plaintext, visitor=chat.visitor_token) as again:
+        again.send({"type": "history", "conversation": cid})  # the page reloaded: the form again
+        restored = again.recv()
+        assert (restored["type"], restored["handoff"], restored.get("offline")) == ("history", "pending_human", True)
     left = OfflineMessage.objects.get(conversation_id=cid)
     assert (left.tenant, left.email, left.text) == (created.tenant, "ann@example.test", "My parcel 42 never came")
     assert Conversation.objects.get(pk=cid).user_email == "ann@example.test"

@@ -418,7 +418,7 @@ export class App {
       this.view.input.value = ""; // it was stored after all
     }
     this.lost = null;
-    this.onHandoff({ state: f.handoff, conversation: f.conversation }, 1);
+    this.onHandoff({ state: f.handoff, conversation: f.conversation, offline: f.offline }, 1);
     const unsent = this.messages.filter((m) => m.local && !m.stored);
     this.messages = [];
     this.byId.clear();
