@@ -82,6 +82,8 @@ def test_a_visitor_asks_for_a_person_an_agent_claims_and_replies_live_and_resolv
         console.get_by_label("Reply").fill("Hi, this is Maya. How can I help?")
         console.get_by_role("button", name="Send to the visitor").click()
         expect(widget.locator("tandem-chat .msg.agent")).to_have_text("MayaHi, this is Maya. How can I help?")
+        # Screen readers hear who wrote it: the agent, not "Assistant".
+        expect(widget.locator("tandem-chat .sr[aria-live]")).to_have_text("Maya: Hi, this is Maya. How can I help?")
 
         requests_before = set(redis_client.scan_iter("tandem:req:*"))
         box = widget.get_by_role("textbox", name="Message")

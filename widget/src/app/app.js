@@ -500,7 +500,7 @@ export class App {
     this.person = s === "pending_human" || s === "human";
     if (this.person) this.setAlert(this.t(s === "human" ? "personJoined" : "waitingPerson", { n: f.agent }), "info");
     else if (this.alertKind === "info") this.setAlert(null);
-    if (!quiet && s === "human") this.view.announce(this.view.alert.textContent);
+    if (!quiet && s === "human") this.view.announce(this.view.alert.textContent, "");
     // Nobody of the team is online: leave an e-mail address and a message instead.
     if (f.offline && !(this.off && this.off.isConnected)) {
       this.off = this.view.offlineForm((email, text) => this.conn.send({ type: "offline", conversation: f.conversation, email, text }));
@@ -514,7 +514,7 @@ export class App {
     this.view.addMessage(m);
     this.view.scrollToEnd();
     this.view.setStatus(null);
-    this.view.announce(`${f.author}: ${f.text}`);
+    this.view.announce(f.text, `${f.author}:`);
     if (!this.view.isOpen) this.setUnread(this.unread + 1);
     this.emit("message", { id: f.id, role: "agent", text: f.text, author: f.author, conversation: this.conversationId });
   }

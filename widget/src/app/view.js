@@ -233,9 +233,10 @@ export class View {
     if ((this.alert.textContent || "") !== (text || "")) this.alert.textContent = text || "";
   }
 
-  /** Say a finished reply to screen readers (the streaming bubble itself is not live). */
-  announce(text) {
-    this.live.replaceChildren(h("p", { text: `${this.t("assistantSays")} ${text}` }));
+  /** Say a finished reply to screen readers (the streaming bubble itself is not live),
+   * after who said it: the assistant unless told ("" for the widget's own notices). */
+  announce(text, who = this.t("assistantSays")) {
+    this.live.replaceChildren(h("p", { text: who ? `${who} ${text}` : text }));
   }
 
   /** Stop while a reply streams; Send while none does (and nothing is on its way). */
