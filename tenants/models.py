@@ -191,6 +191,8 @@ class UsageRecord(models.Model):
     completion_tokens = models.PositiveIntegerField(default=0)
     ttft_ms = models.FloatField(null=True, blank=True)
     duration_ms = models.FloatField(null=True, blank=True)
+    # The wait before the model began the prompt: CPU tier, queues, prefill batch, decode slot.
+    queue_ms = models.FloatField(null=True, blank=True)
     prefill_pool = models.CharField(max_length=64, blank=True, default="")
     decode_pool = models.CharField(max_length=64, blank=True, default="")
     prefill_worker = models.CharField(max_length=200, blank=True, default="")

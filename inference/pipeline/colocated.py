@@ -45,6 +45,7 @@ def _generate(rt: Runtime, spec: RequestSpec, *, resumed: bool) -> None:
     rt.track(request_id)
     try:
         first_seen: dict = {}
+        submitted = None  # when a fresh prompt went to the engine (a resumed one waits no queue)
         if resume is not None and resume.token_ids:
             follower = SequenceFollower(rt, spec, detok, list(resume.texts))
             first_seen["ttft_ms"] = ((resume.first_ts or spec.enqueued_at) - spec.enqueued_at) * 1000
@@ -70,6 +71,7 @@ def _generate(rt: Runtime, spec: RequestSpec, *, resumed: bool) -> None:
                     first_seen["ttft_ms"] = (ts - spec.enqueued_at) * 1000
                     ttft.observe(ts - spec.enqueued_at)
 
+            submitted = time.time()
             handle = rt.colocated.submit(
                 request_id, spec.prompt_token_ids, sampling_params(spec.sampling), on_token=on_token,
                 on_finish=follower.on_finish, priority=spec.priority, group=str(spec.tenant_id),
@@ -80,9 +82,19 @@ def _generate(rt: Runtime, spec: RequestSpec, *, resumed: bool) -> None:
             follower.follow(handle)
         if rt.is_disowned(request_id):
             return  # another worker continues it: this one writes nothing more
-        follower.persist(prefill_worker=rt.name, ttft_ms=first_seen.get("ttft_ms"))
+        follower.persist(prefill_worker=rt.name, ttft_ms=first_seen.get("ttft_ms"),
+                         queue_ms=_queue_ms(spec, submitted, follower))
     except Exception as exc:
         log.exception("colocated generation failed for %s", request_id)
         outcomes.request_fail(request_id=request_id, code="generation_failed", message=f"Generation failed: {exc}")
     finally:
         rt.untrack(request_id)
+
+
+def _queue_ms(spec: RequestSpec, submitted: float | None, follower: SequenceFollower) -> float | None:
+    """The wait before the engine began its prompt: to its submission here, then for a
+    place in the running batch (the engine's own count)."""
+    stats = follower.finish.get("stats")
+    if submitted is None or stats is None:
+        return None
+    return (submitted - spec.enqueued_at) * 1000 + stats.queue_ms

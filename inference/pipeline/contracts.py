@@ -17,6 +17,7 @@ class PrefillHandoff:
     ttft_ms: float  # from the request's enqueueing by the web tier to the first token
     prefill_engine_ms: float  # the engine's share of that: batch wait, forward, sampling
     cached_tokens: int  # prompt tokens served from the prefix cache
+    queue_ms: float | None = None  # the wait before its prefill forward (ReplyOutcome.queue_ms)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -41,6 +42,9 @@ class ReplyOutcome:
     prefill_worker: str
     decode_worker: str
     prefill_engine_ms: float | None = None
+    # From the request's enqueueing until the model began its prompt: the CPU tier, the
+    # queues, and the wait for a prefill batch or a decode slot (the console's "queue wait").
+    queue_ms: float | None = None
     sources: tuple[dict, ...] = ()  # {"article_id", "title", "url", "score"}, best first
 
     @property
@@ -53,4 +57,4 @@ class ReplyOutcome:
     @property
     def timings(self) -> dict:
         return {"ttft_ms": self.ttft_ms, "duration_ms": self.duration_ms,
-                "prefill_engine_ms": self.prefill_engine_ms}
+                "prefill_engine_ms": self.prefill_engine_ms, "queue_ms": self.queue_ms}

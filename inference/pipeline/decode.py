@@ -73,11 +73,12 @@ def _decode(rt: Runtime, spec: RequestSpec, handoff: PrefillHandoff, *, resumed:
     if cancelled:
         rt.kvstore.delete(request_id)
         finish_early(rt, spec, reason="cancelled", text="".join(texts), completion=len(tokens),
-                     ttft_ms=handoff.ttft_ms)
+                     ttft_ms=handoff.ttft_ms, queue_ms=handoff.queue_ms)
         return
     rt.track(request_id)
     try:
         follower = SequenceFollower(rt, spec, detok, list(texts))
+        slot_wait = 0.0
         if resume is not None and resume.stop_hit:  # its last token had reached a stop string
             follower.stop_hit = True
             follower.finish.update(reason="stop", stats=None)
@@ -90,12 +91,15 @@ def _decode(rt: Runtime, spec: RequestSpec, handoff: PrefillHandoff, *, resumed:
                 priority=spec.priority, group=str(spec.tenant_id), group_max_slots=spec.max_decode_slots,
             ))
             handle.started.wait()
-            metrics.QUEUE_TIME.labels("decode", spec.decode_pool).observe(time.time() - t_wait)
+            slot_wait = time.time() - t_wait
+            metrics.QUEUE_TIME.labels("decode", spec.decode_pool).observe(slot_wait)
             follower.follow(handle)
         if rt.is_disowned(request_id):
             return  # another worker continues it: this one writes nothing more
+        queue_ms = None if handoff.queue_ms is None else handoff.queue_ms + slot_wait * 1000
         follower.persist(prefill_worker=handoff.prefill_worker, ttft_ms=handoff.ttft_ms,
-                         cached_tokens=handoff.cached_tokens, prefill_engine_ms=handoff.prefill_engine_ms)
+                         cached_tokens=handoff.cached_tokens, prefill_engine_ms=handoff.prefill_engine_ms,
+                         queue_ms=queue_ms)
     except Exception as exc:
         log.exception("decode failed for %s", request_id)
         outcomes.request_fail(request_id=request_id, code="decode_failed", message=f"Decode failed: {exc}")

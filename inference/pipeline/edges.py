@@ -49,12 +49,12 @@ def live_spec(rt: Runtime, request_id: str, begun: Start) -> RequestSpec | None:
 
 
 def finish_early(rt: Runtime, spec: RequestSpec, *, reason: str, text: str = "", completion: int = 0,
-                 cached: int = 0, ttft_ms: float | None = None) -> None:
+                 cached: int = 0, ttft_ms: float | None = None, queue_ms: float | None = None) -> None:
     """End a request that never reaches decode (cancelled before it, or finished by its
     first token): persist, then close the stream."""
     outcome = ReplyOutcome(
         text=text, finish_reason=reason, prompt_tokens=len(spec.prompt_token_ids),
-        completion_tokens=completion, cached_tokens=cached, ttft_ms=ttft_ms,
+        completion_tokens=completion, cached_tokens=cached, ttft_ms=ttft_ms, queue_ms=queue_ms,
         duration_ms=(time.time() - spec.enqueued_at) * 1000, prefill_worker=rt.name, decode_worker="",
         sources=tuple(spec.sources),
     )

@@ -74,7 +74,7 @@ class SequenceFollower:
         return text[len(before):min(hits)] if min(hits) > len(before) else ""
 
     def persist(self, *, prefill_worker: str, ttft_ms: float | None, cached_tokens: int = 0,
-                prefill_engine_ms: float | None = None) -> None:
+                prefill_engine_ms: float | None = None, queue_ms: float | None = None) -> None:
         """Write the outcome and the stream's end record (once it is in Redis)."""
         stats = self.finish.get("stats")
         reason = "stop" if self.stop_hit else self.finish.get("reason", "error")
@@ -90,7 +90,7 @@ class SequenceFollower:
             text="".join(self.parts), finish_reason=reason, prompt_tokens=len(spec.prompt_token_ids),
             completion_tokens=completion, cached_tokens=cached_tokens, ttft_ms=ttft_ms,
             duration_ms=(time.time() - spec.enqueued_at) * 1000, prefill_worker=prefill_worker,
-            decode_worker=self.rt.name, prefill_engine_ms=prefill_engine_ms, sources=tuple(spec.sources),
+            decode_worker=self.rt.name, prefill_engine_ms=prefill_engine_ms, queue_ms=queue_ms, sources=tuple(spec.sources),
         )
         if not outcomes.request_finish(spec=spec, outcome=outcome):
             return  # already final (failed while it waited): its stream is closed

@@ -122,7 +122,7 @@ def request_finish(*, spec: RequestSpec, outcome: ReplyOutcome) -> bool:
             defaults=dict(
                 tenant_id=spec.tenant_id, api_key_id=spec.api_key_id, prompt_tokens=o.prompt_tokens,
                 cached_tokens=o.cached_tokens, completion_tokens=o.completion_tokens, ttft_ms=o.ttft_ms,
-                duration_ms=o.duration_ms, prefill_pool=spec.prefill_pool, decode_pool=spec.decode_pool,
+                duration_ms=o.duration_ms, queue_ms=o.queue_ms, prefill_pool=spec.prefill_pool, decode_pool=spec.decode_pool,
                 prefill_worker=o.prefill_worker, decode_worker=o.decode_worker, finish_reason=o.finish_reason,
             ),
         )

@@ -60,6 +60,8 @@ def _prefill(rt: Runtime, spec: RequestSpec, *, epoch: int, resumed: bool) -> No
         # The engine's share of the first token (waiting for a batch, the forward and
         # sampling): what the time to first token would be without the platform around it.
         engine_ms = (now - t_engine) * 1000
+        # Everything before the forward that produced its first token.
+        queue_ms = max(0.0, ttft_ms - result.timings.get("compute_ms", 0.0))
         first = int(result.first_token)
         finish_reason = result.finish_reason
         streamed = streams.progress(rt.client, request_id) if resumed else None
@@ -70,7 +72,7 @@ def _prefill(rt: Runtime, spec: RequestSpec, *, epoch: int, resumed: bool) -> No
             # reply goes on from that token (the prompt's KV does not depend on it).
             first, finish_reason = streamed.token_ids[0], _first_finish(rt, spec, streamed.token_ids[0])
         if finish_reason == "stop":  # the first token is a stop token: an empty reply
-            finish_early(rt, spec, reason="stop", cached=result.cached_tokens, ttft_ms=ttft_ms)
+            finish_early(rt, spec, reason="stop", cached=result.cached_tokens, ttft_ms=ttft_ms, queue_ms=queue_ms)
             return
         text = IncrementalDetokenizer(rt.model.tokenizer, spec.prompt_token_ids).push(first)
         if streamed is None or not streamed.token_ids:
@@ -80,12 +82,13 @@ def _prefill(rt: Runtime, spec: RequestSpec, *, epoch: int, resumed: bool) -> No
                 ttft_ms / 1000)
         if finish_reason is not None:  # max_tokens == 1, or the context is full
             finish_early(rt, spec, reason=finish_reason, text=text, completion=1,
-                         cached=result.cached_tokens, ttft_ms=ttft_ms)
+                         cached=result.cached_tokens, ttft_ms=ttft_ms, queue_ms=queue_ms)
             return
         rt.kvstore.put(request_id, result.kv, ttl_s=KV_TTL_S)
         kv_stored = True
         handoff = PrefillHandoff(first_token=first, prefill_worker=rt.name, ttft_ms=ttft_ms,
-                                 prefill_engine_ms=engine_ms, cached_tokens=result.cached_tokens)
+                                 prefill_engine_ms=engine_ms, cached_tokens=result.cached_tokens,
+                                 queue_ms=queue_ms)
         decode = Stage(request_id=request_id, stage="decode", epoch=0, task=broker.DECODE,
                        args=[request_id, handoff.to_dict()], queue=broker.queue_name("decode", spec.decode_pool),
                        pool=spec.decode_pool)

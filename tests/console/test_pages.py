@@ -233,12 +233,12 @@ def test_a_transcript_shows_each_replys_timings_and_exports(client, world):
 
     reply = world.conv_a.messages.get(role="assistant")
     UsageRecord.objects.create(tenant=world.a.tenant, message_id=reply.pk, prompt_tokens=20, completion_tokens=3,
-                               ttft_ms=42.0, duration_ms=90.0, prefill_pool="shared", decode_pool="shared",
-                               prefill_worker="prefill.shared@h:1", decode_worker="decode.shared@h:2",
-                               finish_reason="stop")
+                               ttft_ms=42.0, duration_ms=90.0, queue_ms=7.0, prefill_pool="shared",
+                               decode_pool="shared", prefill_worker="prefill.shared@h:1",
+                               decode_worker="decode.shared@h:2", finish_reason="stop")
     client.force_login(world.viewer_a)
     html = client.get(f"/console/t/alpha/conversations/{world.conv_a.pk}/").content.decode()
-    for text in ("TTFT <b>42 ms", "duration <b>90 ms", "decode.shared@h:2", "prefill.shared@h:1", "finish <b>stop"):
+    for text in ("queue wait <b>7 ms", "TTFT <b>42 ms", "duration <b>90 ms", "decode.shared@h:2", "prefill.shared@h:1", "finish <b>stop"):
         assert text in html
     csv_text = b"".join(client.get("/console/t/alpha/conversations/export.csv").streaming_content).decode()
     assert "Where is my alpha order?" in csv_text and "Bravo" not in csv_text

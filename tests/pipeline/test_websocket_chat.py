@@ -51,6 +51,8 @@ def test_reply_is_streamed_token_by_token_and_equals_hugging_face_greedy(platfor
     assert recorded == expected
     timings = records[-1]["timings"]  # the prefill engine's share is part of the time to first token
     assert 0 < timings["prefill_engine_ms"] < timings["ttft_ms"] < timings["duration_ms"]
+    # The wait before the prefill forward (CPU tier, queues, batch) is part of it too.
+    assert 0 < timings["queue_ms"] < timings["ttft_ms"]
     text = "".join(t["text"] for t in tokens)
     assert text == tok.decode(expected, skip_special_tokens=True)
 
@@ -62,6 +64,7 @@ def test_reply_is_streamed_token_by_token_and_equals_hugging_face_greedy(platfor
     usage = UsageRecord.objects.get(message_id=message_id)
     assert usage.completion_tokens == len(expected) and usage.decode_worker.startswith("decode.shared@")
     assert usage.prefill_worker.startswith("prefill.shared@")
+    assert usage.queue_ms >= timings["queue_ms"]  # and any wait for a decode slot
 
 
 def test_a_follow_up_is_answered_from_the_conversation_so_far_with_the_current_system_prompt(platform,
