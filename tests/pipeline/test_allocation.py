@@ -65,3 +65,30 @@ def test_a_tenant_at_its_decode_slot_cap_waits_while_another_tenant_is_served(pl
             a.send({"type": "cancel", "message": mid})
         ended: set[str] = set()  # the two ends may arrive in either order
         a.recv_until(lambda f: f["type"] == "end" and ended.add(f["message"]) is None and ended == {a1, a2})
+
+
+def test_a_tenant_on_a_colocated_pool_is_served_by_one_worker_with_the_same_greedy_reply(platform):
+    """The colocated tier (prefill and decode in one engine) gives the reply the split
+    tiers give, and records its timings like them."""
+    question = "How do I reset my password?"
+    split, colocated = make_tenant(max_output_tokens=10), make_tenant(max_output_tokens=10)
+    pool = ComputePool.objects.create(slug="solo", role="colocated", dedicated=True, max_batch=2)
+    allocation = colocated.tenant.allocation
+    allocation.prefill_pool = allocation.decode_pool = pool
+    allocation.save()
+    env = {"TANDEM_DTYPE": "float32", "TANDEM_THREADS": "1", "TANDEM_MAX_BATCH": "2"}
+    with chat_socket(platform, split.widget_key.plaintext) as chat:
+        split_id, split_frames = chat.ask(question)
+    with extra_worker(platform, role="colocated", pool="solo", env=env), \
+            chat_socket(platform, colocated.widget_key.plaintext) as chat:
+        solo_id, solo_frames = chat.ask(question)
+
+    def text(frames, message_id):
+        return "".join(f["text"] for f in frames if f["type"] == "token" and f["message"] == message_id)
+
+    assert solo_frames[-1]["type"] == split_frames[-1]["type"] == "end"
+    assert text(solo_frames, solo_id) == text(split_frames, split_id) != ""
+    usage = UsageRecord.objects.get(message_id=solo_id)
+    assert usage.prefill_worker.startswith("colocated.solo@") and usage.decode_worker == usage.prefill_worker
+    assert (usage.prefill_pool, usage.decode_pool) == ("solo", "solo")
+    assert 0 < usage.queue_ms < usage.ttft_ms < usage.duration_ms
