@@ -6,16 +6,18 @@ The tenant is inside the MATCH itself: every row's `tenant` column holds the tok
 `t<tenant id>`, which the query requires (index-driven, weight 0 in the ranking), and
 the joined chunk row's tenant_id is checked again. bm25's term statistics are the whole
 table's, so another tenant's articles nudge a score's scale (never which chunks come
-back); PostgreSQL's ts_rank_cd uses no corpus statistics."""
+back); PostgreSQL's ranking uses the tenant's own counts (`models.Term`)."""
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections import Counter
 
 from django.db import connections
 
-from .base import COMMON_FLOOR, COMMON_FRACTION, Hit, squash, unsquash
+from ..models import Chunk
+from .base import COMMON_FLOOR, COMMON_FRACTION, Hit, squash, unsquash, word_counts
 
 # bm25 column weights, in the table's column order: tenant, title, heading, body.
 WEIGHTS = (0.0, 4.0, 2.0, 1.0)
@@ -55,6 +57,11 @@ class SqliteBackend:
         # The triggers indexed the rows as they were inserted (and unindex them as they
         # are deleted). One tokenizer serves every tenant: Porter stems English.
         return None
+
+    def term_counts(self, *, article_id) -> Counter:
+        # FTS5's Porter stems are not readable from SQL: the words as questions spell them.
+        chunks = Chunk.objects.using(self.using).filter(article_id=article_id)
+        return word_counts(chunks.values_list("title", "heading", "text"))
 
     def search(self, *, tenant_id: int, terms: list[str], k: int, min_score: float,
                language: str) -> list[Hit]:
