@@ -35,6 +35,7 @@ const catalogue = {
     waitingPerson: "Waiting for a person from the team…",
     personJoined: "{n} joined the conversation.",
     personTyping: "{n} is typing…",
+    sources: "Sources",
   },
   fr: {
     chat: "Chat",
