@@ -28,36 +28,39 @@ WEIGHTS = "{0.1, 0.2, 0.3, 0.4}"
 SATURATE = 32
 
 # One statement. `w`: the question's lexemes that the tenant's chunks hold, with their
-# counts (knowledge_term's unique (tenant_id, word) index) and BM25's IDF. `m`: the
+# counts (looked up one by one in knowledge_term's unique (tenant_id, word) index: a
+# join let the planner read all of a large tenant's counts) and BM25's IDF. `m`: the
 # candidates' tsquery (base.CANDIDATES). The candidates, at most base.MAX_RANKED, come
 # from the GIN index; each is ranked by every word of `w`. The words are letters and
 # digits only (base.query_terms) and so are their lexemes: joined with | or &, none can
-# be another tsquery operator.
+# be another tsquery operator. Articles are joined to the k chunks that come back only.
 _SQL = f"""
 WITH n AS (SELECT greatest(1, coalesce((SELECT df FROM knowledge_term WHERE tenant_id = %(tenant)s AND word = ''), 0)) AS n),
-     l AS (SELECT DISTINCT v.lexeme AS lex FROM unnest(%(words)s::text[]) AS q(w),
-                  unnest(to_tsvector(%(config)s::regconfig, q.w)) AS v),
-     w AS (SELECT l.lex, to_tsquery('simple', l.lex) AS q, ln(1 + (n.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
-                  t.df, n.n, row_number() OVER o AS i, sum(t.df) OVER o AS upto,
-                  n.n * exp(sum(ln(t.df::float8 / greatest(n.n, t.df))) OVER o) AS together
-           FROM l JOIN knowledge_term t ON t.tenant_id = %(tenant)s AND t.word = l.lex, n
-           WHERE t.df > 0
-           WINDOW o AS (ORDER BY t.df, l.lex ROWS UNBOUNDED PRECEDING)),
+     l AS (SELECT v.lexeme AS lex,
+                  (SELECT df FROM knowledge_term t WHERE t.tenant_id = %(tenant)s AND t.word = v.lexeme) AS df
+           FROM unnest(to_tsvector(%(config)s::regconfig, array_to_string(%(words)s::text[], ' '))) AS v),
+     w AS (SELECT l.lex, to_tsquery('simple', l.lex) AS q, ln(1 + (n.n - l.df + 0.5) / (l.df + 0.5)) AS idf,
+                  l.df, n.n, row_number() OVER o AS i, sum(l.df) OVER o AS upto,
+                  n.n * exp(sum(ln(l.df::float8 / greatest(n.n, l.df))) OVER o) AS together
+           FROM l, n WHERE l.df > 0
+           WINDOW o AS (ORDER BY l.df, l.lex ROWS UNBOUNDED PRECEDING)),
      m AS (SELECT CASE WHEN min(df) <= {CANDIDATES} OR min(n) <= {CANDIDATES}
                        THEN to_tsquery('simple', string_agg(lex, ' | ')
                                                  FILTER (WHERE i = 1 OR upto <= {CANDIDATES} OR n <= {CANDIDATES}))
                        ELSE to_tsquery('simple', string_agg(lex, ' & ')
                                                  FILTER (WHERE i = 1 OR together * n / df > {CANDIDATES})) END AS q
            FROM w)
-SELECT c.id, c.article_id, c.title, c.heading, c.text, a.url,
-       (SELECT sum(w.idf * ts_rank_cd('{WEIGHTS}', c.search_vector, w.q, {SATURATE}))
-        FROM w WHERE c.search_vector @@ w.q) AS rank
-FROM (SELECT * FROM knowledge_chunk
-      WHERE "knowledge_chunk"."tenant_id" = %(tenant)s AND search_vector @@ (SELECT q FROM m)
-      LIMIT {MAX_RANKED}) AS c
-JOIN knowledge_article a ON a.id = c.article_id
-ORDER BY rank DESC, c.id
-LIMIT %(k)s
+SELECT r.id, r.article_id, r.title, r.heading, r.text, a.url, r.rank
+FROM (SELECT c.id, c.article_id, c.title, c.heading, c.text,
+             (SELECT sum(w.idf * ts_rank_cd('{WEIGHTS}', c.search_vector, w.q, {SATURATE}))
+              FROM w WHERE c.search_vector @@ w.q) AS rank
+      FROM (SELECT * FROM knowledge_chunk
+            WHERE "knowledge_chunk"."tenant_id" = %(tenant)s AND search_vector @@ (SELECT q FROM m)
+            LIMIT {MAX_RANKED}) AS c
+      ORDER BY rank DESC, c.id
+      LIMIT %(k)s) AS r
+JOIN knowledge_article a ON a.id = r.article_id
+ORDER BY r.rank DESC, r.id
 """
 
 # The lexemes of some chunks, each once per chunk; those a question's word can become
