@@ -36,7 +36,8 @@ CHUNKS = ""
 #
 # SQLite: such a word is left out of the MATCH (Elasticsearch's old `cutoff_frequency`):
 # one more than COMMON_FRACTION of the tenant's chunks hold, past COMMON_FLOOR chunks (a
-# small help centre keeps every word), and never all of a question's words.
+# small help centre keeps every word), and never all of a question's words; bm25 ranks
+# only the words the MATCH holds, and of those only the rarest that CANDIDATES bounds.
 COMMON_FRACTION = 0.1
 COMMON_FLOOR = 200
 # PostgreSQL: every word ranks, weighted by its rarity, but only chunks holding the

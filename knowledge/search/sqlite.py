@@ -37,20 +37,21 @@ ORDER BY r.raw DESC, c.id
 
 # The MATCH expression, built inside the statement from the question's words less the
 # tenant's common ones (base.COMMON_FRACTION), read from knowledge_term's unique index:
-# `tenant : "t7" AND {title heading body} : ("refund" OR "twice")`. When every word is
-# common, the chunks holding all of the rarest few (ANDed until, were the words
-# independent, base.CANDIDATES chunks would hold them all), as PostgreSQL does: an OR of
-# common words alone matched most of the tenant. The words are letters and digits only
-# (base.query_terms): quoted, none can be an FTS5 operator.
+# `tenant : "t7" AND {title heading body} : ("refund" OR "twice")`; of those, the rarest
+# whose counts add up to at most base.CANDIDATES chunks (the rarest always), as on
+# PostgreSQL. When every word is common, the chunks holding all of the rarest few (ANDed
+# until, were the words independent, base.CANDIDATES chunks would hold them all): an OR
+# of common words alone matched most of the tenant. The words are letters and digits
+# only (base.query_terms): quoted, none can be an FTS5 operator.
 _MATCH = """
 WITH s AS (SELECT j.value AS w, coalesce(t.df, 0) AS df FROM json_each(%(words)s) AS j
            LEFT JOIN knowledge_term t ON t.tenant_id = %(tenant)s AND t.word = j.value),
      n AS (SELECT max(1, coalesce((SELECT df FROM knowledge_term WHERE tenant_id = %(tenant)s AND word = ''), 0)) AS n),
-     w AS (SELECT s.w, s.df, n.n, max(%(floor)s, n.n * %(fraction)s) AS cap, row_number() OVER o AS i,
+     w AS (SELECT s.w, s.df, n.n, max(%(floor)s, n.n * %(fraction)s) AS cap, row_number() OVER o AS i, sum(s.df) OVER o AS upto,
                   n.n * exp(sum(ln(max(s.df, 1) * 1.0 / max(s.df, n.n))) OVER o) AS together
            FROM s, n WINDOW o AS (ORDER BY s.df, s.w ROWS UNBOUNDED PRECEDING))
 SELECT 'tenant : "t' || %(tenant)s || '" AND {title heading body} : (' ||
-       CASE WHEN min(df) <= min(cap) THEN group_concat('"' || w || '"', ' OR ') FILTER (WHERE df <= cap)
+       CASE WHEN min(df) <= min(cap) THEN group_concat('"' || w || '"', ' OR ') FILTER (WHERE df <= cap AND (i = 1 OR upto <= %(candidates)s OR n <= %(candidates)s))
             ELSE group_concat('"' || w || '"', ' AND ') FILTER (WHERE i = 1 OR together * n / df > %(candidates)s) END
        || ')'
 FROM w
