@@ -1,5 +1,6 @@
 """PostgreSQL's term counts become counts of lexemes, what its vectors hold and its
-queries match (`search.postgres`): rebuilt here from the vectors. SQLite keeps counting
+queries match, with the tenant's words beside its chunks, for BM25's average length
+(`search.postgres`): rebuilt here from the chunks. SQLite keeps counting
 words as questions spell them; nothing changes there."""
 
 from django.db import migrations
@@ -12,6 +13,8 @@ WHERE length(v.lexeme) <= 64 AND v.lexeme ~ '^[[:alnum:]]+$'
 GROUP BY c.tenant_id, v.lexeme;
 INSERT INTO knowledge_term (tenant_id, word, df)
 SELECT tenant_id, '', count(*) FROM knowledge_chunk GROUP BY tenant_id;
+INSERT INTO knowledge_term (tenant_id, word, df)
+SELECT tenant_id, '#words', sum(n_words) FROM knowledge_chunk GROUP BY tenant_id HAVING sum(n_words) > 0;
 """
 
 

@@ -1,8 +1,9 @@
 """PostgreSQL retrieval: `search_vector` (title A, heading B, text C) in the tenant's
 text-search configuration (written through `django.contrib.postgres.search`), a GIN
-index over (tenant_id, search_vector), and a BM25-like rank: the sum, over the
-question's words, of the word's inverse document frequency in the tenant times its
-`ts_rank_cd` in the chunk (saturated: r / (r + 1)). The index is created by migration
+index over (tenant_id, search_vector), and BM25: the sum, over the question's words, of
+the word's inverse document frequency in the tenant times its frequency in the chunk
+(`ts_rank_cd` of the word alone: title, heading and text weighed), saturated and
+normalized by the chunk's length against the tenant's average. The index is created by migration
 0001 (btree_gin lets one GIN index hold the tenant's integer beside the vector, so the
 tenant filter and the text match are one index scan).
 
@@ -21,26 +22,36 @@ from ..models import LANGUAGES, Chunk
 from .base import CANDIDATES, CHUNKS, MAX_RANKED, Hit, squash, unsquash
 
 # Weights of the labels D, C (text), B (heading), A (title): a title counts twice the text.
+# A word's frequency in a chunk, r, is ts_rank_cd of that word alone, unnormalized: the
+# sum of the weights of its occurrences.
 WEIGHTS = "{0.1, 0.2, 0.3, 0.4}"
-# ts_rank_cd's normalization 32: r / (r + 1), so a word said five times in a chunk counts
-# less than five times once (BM25's term-frequency saturation), and a word's share of a
-# chunk's rank never reaches its IDF.
-SATURATE = 32
+# BM25's k1 and b: a word's share of a chunk's rank is idf * r / (r + K1 * (1 - B + B *
+# words / the tenant's average)), so a word said five times counts less than five times
+# once, and a long chunk that mentions it in passing less than a short one about it.
+K1 = 0.5
+B = 0.75
+# `models.Term`'s row for the words of the tenant's chunks (n_words), beside CHUNKS: no
+# lexeme the counts keep has a "#".
+WORDS = "#words"
 
 # One statement. `w`: the question's lexemes that the tenant's chunks hold, with their
 # counts (looked up one by one in knowledge_term's unique (tenant_id, word) index: a
-# join let the planner read all of a large tenant's counts) and BM25's IDF. `m`: the
+# join let the planner read all of a large tenant's counts), BM25's IDF and its length
+# normalization as ka + kb * a chunk's words. `m`: the
 # candidates' tsquery (base.CANDIDATES). The candidates, at most base.MAX_RANKED, come
 # from the GIN index; each is ranked by every word of `w`. The words are letters and
 # digits only (base.query_terms) and so are their lexemes: joined with | or &, none can
 # be another tsquery operator. Articles are joined to the k chunks that come back only.
 _SQL = f"""
-WITH n AS (SELECT greatest(1, coalesce((SELECT df FROM knowledge_term WHERE tenant_id = %(tenant)s AND word = ''), 0)) AS n),
+WITH n AS (SELECT greatest(1, coalesce((SELECT df FROM knowledge_term WHERE tenant_id = %(tenant)s AND word = ''), 0)) AS n,
+                  greatest(1, coalesce((SELECT df FROM knowledge_term WHERE tenant_id = %(tenant)s AND word = '{WORDS}'), 0))
+                  AS words),
      l AS (SELECT v.lexeme AS lex,
                   (SELECT df FROM knowledge_term t WHERE t.tenant_id = %(tenant)s AND t.word = v.lexeme) AS df
            FROM unnest(to_tsvector(%(config)s::regconfig, array_to_string(%(words)s::text[], ' '))) AS v),
      w AS (SELECT l.lex, to_tsquery('simple', l.lex) AS q, ln(1 + (n.n - l.df + 0.5) / (l.df + 0.5)) AS idf,
-                  l.df, n.n, row_number() OVER o AS i, sum(l.df) OVER o AS upto,
+                  l.df, n.n, {K1 * (1 - B)} AS ka, {K1 * B} * n.n / n.words::float8 AS kb,
+                  row_number() OVER o AS i, sum(l.df) OVER o AS upto,
                   n.n * exp(sum(ln(l.df::float8 / greatest(n.n, l.df))) OVER o) AS together
            FROM l, n WHERE l.df > 0
            WINDOW o AS (ORDER BY l.df, l.lex ROWS UNBOUNDED PRECEDING)),
@@ -52,8 +63,9 @@ WITH n AS (SELECT greatest(1, coalesce((SELECT df FROM knowledge_term WHERE tena
            FROM w)
 SELECT r.id, r.article_id, r.title, r.heading, r.text, a.url, r.rank
 FROM (SELECT c.id, c.article_id, c.title, c.heading, c.text,
-             (SELECT sum(w.idf * ts_rank_cd('{WEIGHTS}', c.search_vector, w.q, {SATURATE}))
-              FROM w WHERE c.search_vector @@ w.q) AS rank
+             (SELECT sum(w.idf * f.r / (f.r + w.ka + w.kb * c.n_words))
+              FROM w, LATERAL (SELECT ts_rank_cd('{WEIGHTS}', c.search_vector, w.q, 0) AS r) AS f
+              WHERE c.search_vector @@ w.q) AS rank
       FROM (SELECT * FROM knowledge_chunk
             WHERE "knowledge_chunk"."tenant_id" = %(tenant)s AND search_vector @@ (SELECT q FROM m)
             LIMIT {MAX_RANKED}) AS c
@@ -99,7 +111,9 @@ class PostgresBackend:
         with connections[self.using].cursor() as cursor:
             cursor.execute(_LEXEMES, [article_id])
             counts = Counter(dict(cursor.fetchall()))
-        counts[CHUNKS] = Chunk.objects.using(self.using).filter(article_id=article_id).count()
+        chunks = Chunk.objects.using(self.using).filter(article_id=article_id)
+        counts[CHUNKS] = chunks.count()
+        counts[WORDS] = sum(chunks.values_list("n_words", flat=True))
         return counts
 
     def search(self, *, tenant_id: int, terms: list[str], k: int, min_score: float,

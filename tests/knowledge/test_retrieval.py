@@ -118,11 +118,14 @@ def test_word_counts_follow_indexing_editing_and_deleting():
     def df():
         return dict(Term.objects.filter(tenant=tenant).values_list("word", "df"))
 
-    # What each index holds and its query looks up: PostgreSQL's english lexemes, the
-    # words themselves on SQLite.
+    # What each index holds and its query looks up: PostgreSQL's english lexemes (and the
+    # chunks' words, for BM25's average length), the words themselves on SQLite.
     def words(**counts):
-        stems = {"towels": "towel", "dry": "dri"} if connection.vendor == "postgresql" else {}
-        return {stems.get(w, w): n for w, n in counts.items()}
+        if connection.vendor != "postgresql":
+            return counts
+        stems = {"towels": "towel", "dry": "dri"}
+        total = sum(Chunk.objects.filter(tenant=tenant).values_list("n_words", flat=True))
+        return {"#words": total, **{stems.get(w, w): n for w, n in counts.items()}}
 
     a = services.article_create(tenant=tenant, title="Towels", body="# Wash\n\nwash towels hot\n\n# Dry\n\ndry towels")
     services.article_index(article_id=a.pk)
