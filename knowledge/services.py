@@ -30,7 +30,7 @@ from .cleaning import UnsafeHtml, body_to_text
 from .models import LANGUAGES, MAX_TOP_K, Article, Chunk, Citation, KnowledgeSettings
 from .search import backend_for
 from .selectors import settings_for
-from .terms import counts, terms_adjust
+from .terms import terms_adjust
 
 log = logging.getLogger(__name__)
 
@@ -206,9 +206,8 @@ def article_delete(*, article: Article) -> None:
     """Delete the article; its chunks (and their full-text rows) go in the same
     transaction, so retrieval never returns them again."""
     with transaction.atomic():
-        old = Chunk.objects.filter(article_id=article.pk)
-        terms_adjust(tenant_id=article.tenant_id, removed=counts(old.values_list("title", "heading", "text")))
-        old.delete()
+        terms_adjust(tenant_id=article.tenant_id, removed=backend_for().term_counts(article_id=article.pk))
+        Chunk.objects.filter(article_id=article.pk).delete()
         article.delete()
 
 
@@ -309,16 +308,18 @@ def article_index(*, article_id) -> Article | None:
             if article.status == Article.Status.INDEXED and article.indexed_hash == digest:
                 return article
             pieces = chunk_text(article.text, title=article.title)
-            old = Chunk.objects.filter(article_id=article.pk)
-            terms_adjust(tenant_id=article.tenant_id, removed=counts(old.values_list("title", "heading", "text")),
-                         added=counts((article.title, p.heading[:600], p.text) for p in pieces))
-            old.delete()
+            backend = backend_for()
+            # The counts are of what the index holds (PostgreSQL's lexemes), so the old
+            # chunks are counted before they go and the new ones once indexed.
+            removed = backend.term_counts(article_id=article.pk)
+            Chunk.objects.filter(article_id=article.pk).delete()
             Chunk.objects.bulk_create([
                 Chunk(tenant_id=article.tenant_id, article_id=article.pk, ordinal=i, title=article.title,
                       heading=piece.heading[:600], text=piece.text, n_words=piece.n_words)
                 for i, piece in enumerate(pieces)
             ])
-            backend_for().index_article(article_id=article.pk, language=language)
+            backend.index_article(article_id=article.pk, language=language)
+            terms_adjust(tenant_id=article.tenant_id, removed=removed, added=backend.term_counts(article_id=article.pk))
             article.status, article.error = Article.Status.INDEXED, ""
             article.chunk_count, article.indexed_hash, article.indexed_at = len(pieces), digest, timezone.now()
             article.save(update_fields=["status", "error", "chunk_count", "indexed_hash", "indexed_at"])

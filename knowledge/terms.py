@@ -1,35 +1,22 @@
-"""The per-tenant word counts (`models.Term`) that retrieval reads to leave out common
-words (`search.base.COMMON_FRACTION`): kept up to date, in the same transaction, by
-indexing and deleting. Increments are one upsert (`ON CONFLICT … DO UPDATE SET df = df
-+ …`, PostgreSQL and SQLite alike), so two workers indexing one tenant never lose one."""
+"""The per-tenant counts of index terms (`models.Term`) that retrieval reads inside its
+query (`search.base`): kept up to date, in the same transaction, by indexing and
+deleting, from what each backend's `term_counts` says the index holds (SQLite: the
+words as `query_terms` spells them; PostgreSQL: the lexemes of the chunks' vectors).
+Increments are one upsert (`ON CONFLICT … DO UPDATE SET df = df + …`, PostgreSQL and
+SQLite alike), so two workers indexing one tenant never lose one."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 
 from django.db import connection
 
-from .search.base import query_terms
+from .search.base import CHUNKS
 
-# No word the query builder could produce is empty: the empty word counts the chunks.
-CHUNKS = ""
+__all__ = ["CHUNKS", "terms_adjust"]
 
 _UPSERT = ("INSERT INTO knowledge_term (tenant_id, word, df) VALUES (%s, %s, %s) "
            "ON CONFLICT (tenant_id, word) DO UPDATE SET df = knowledge_term.df + excluded.df")
-
-
-def chunk_words(title: str, heading: str, text: str) -> set[str]:
-    return set(query_terms(title, heading, text, limit=1 << 30))
-
-
-def counts(chunks: Iterable[tuple[str, str, str]]) -> Counter:
-    """{word: chunks holding it, CHUNKS: chunks} for (title, heading, text) triples."""
-    total: Counter = Counter()
-    for title, heading, text in chunks:
-        total.update(chunk_words(title, heading, text))
-        total[CHUNKS] += 1
-    return total
 
 
 def terms_adjust(*, tenant_id: int, added: Counter | None = None, removed: Counter | None = None) -> None:

@@ -3,37 +3,51 @@
 Ranked full-text retrieval over chunks: one interface, a backend per database.
 
 - PostgreSQL (`postgres.py`): each chunk's `search_vector` (title weight A, heading B,
-  text C, in the tenant's text-search configuration), a GIN index over (tenant_id,
-  search_vector) (btree_gin), ranked by `ts_rank_cd`; written and queried through
-  `django.contrib.postgres.search`.
+  text C, in the tenant's text-search configuration, written through
+  `django.contrib.postgres.search`), a GIN index over (tenant_id, search_vector)
+  (btree_gin), ranked BM25-like: each word's IDF in the tenant times its `ts_rank_cd`.
 - SQLite (`sqlite.py`): an FTS5 table kept equal to the chunk rows by triggers, ranked by
   `bm25()`.
 
 Both take the tenant inside the one query that ranks (PostgreSQL: the composite index;
 FTS5: a tenant token the MATCH requires, and the chunk row's tenant_id again), so no
-other tenant's chunk can come back whatever the words. Both turn the question into an
-OR of its words (a question rarely shares every word with its answer), and report a
-score in [0, 1): raw / (raw + 1) of the backend's own relevance, higher is better. The
+other tenant's chunk can come back whatever the words. Both match an OR of the
+question's words (a question rarely shares every word with its answer), less those most
+of the tenant's chunks hold (below), and report a score in [0, 1): raw / (raw + 1) of the backend's own relevance, higher is better. The
 two backends' scores are not on the same scale; a tenant's `min_score` is read against
 the backend it runs on."""
 
 from __future__ import annotations
 
 import unicodedata
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
 # Words a question contributes to its query, the newest message's first.
 MAX_QUERY_TERMS = 32
+# `models.Term`'s row for the tenant's chunk count: no index term is empty.
+CHUNKS = ""
 
-# Common words, left out inside the query (Elasticsearch's old `cutoff_frequency`): a
-# word more than COMMON_FRACTION of the tenant's chunks hold ("order" in a shop's help
-# centre) says little about which chunk answers, yet makes the query rank most of the
-# tenant's chunks. Only past COMMON_FLOOR chunks (a small help centre keeps every word),
-# and never all of a question's words (when every one is common, all are kept). The
-# counts are the tenant's own (`models.Term`), read in the same statement.
+# Both backends read the tenant's own word counts (`models.Term`) inside the statement
+# that ranks, so that a word most chunks hold ("order" in a shop's help centre) neither
+# decides the ranking nor makes the query rank most of the tenant's chunks.
+#
+# SQLite: such a word is left out of the MATCH (Elasticsearch's old `cutoff_frequency`):
+# one more than COMMON_FRACTION of the tenant's chunks hold, past COMMON_FLOOR chunks (a
+# small help centre keeps every word), and never all of a question's words; bm25 ranks
+# only the words the MATCH holds, and of those only the rarest that CANDIDATES bounds.
 COMMON_FRACTION = 0.1
 COMMON_FLOOR = 200
+# PostgreSQL: every word ranks, weighted by its rarity, but only chunks holding the
+# question's rarest words are ranked (Elasticsearch's `common` terms query): the rarest
+# words whose counts add up to at most CANDIDATES chunks, ORed; when even the rarest is
+# in more, the chunks holding all of the rarest few (ANDed until, were the words
+# independent, CANDIDATES chunks would hold them all). At most MAX_RANKED of those are
+# ranked, whatever the words: the bound on a query's work.
+CANDIDATES = 1000
+MAX_RANKED = 1000
 
 # English stop words, left out of a query before it reaches either backend: PostgreSQL's
 # `english` configuration drops them itself, SQLite's FTS5 has no stop-word list, and
@@ -73,6 +87,10 @@ class SearchBackend(Protocol):
                language: str) -> list[Hit]:
         """The tenant's top `k` chunks for `terms`, best first, in one query."""
 
+    def term_counts(self, *, article_id) -> Counter:
+        """{index term: the article's chunks holding it, CHUNKS: its chunks}, as
+        `models.Term` counts them on this backend: the chunks as they are now (indexed)."""
+
 
 def query_terms(*texts: str, limit: int = MAX_QUERY_TERMS, language: str = "english") -> list[str]:
     """The distinct words of `texts` (in order, lower-cased, letters and digits only, the
@@ -93,6 +111,16 @@ def query_terms(*texts: str, limit: int = MAX_QUERY_TERMS, language: str = "engl
                     return list(seen)
             word = []
     return list(seen)
+
+
+def word_counts(chunks: Iterable[tuple[str, str, str]]) -> Counter:
+    """{word: chunks holding it, CHUNKS: chunks} for (title, heading, text) triples, the
+    words spelt as `query_terms` spells them."""
+    total: Counter = Counter()
+    for title, heading, text in chunks:
+        total.update(set(query_terms(title, heading, text, limit=1 << 30)))
+        total[CHUNKS] += 1
+    return total
 
 
 def squash(raw: float) -> float:

@@ -1,38 +1,87 @@
 """PostgreSQL retrieval: `search_vector` (title A, heading B, text C) in the tenant's
-text-search configuration, a GIN index over (tenant_id, search_vector), and
-`ts_rank_cd` (cover density, divided by 1 + log of the chunk's length), all through
-`django.contrib.postgres.search`. The index is created by migration 0001 (btree_gin lets
-one GIN index hold the tenant's integer beside the vector, so the tenant filter and the
-text match are one index scan)."""
+text-search configuration (written through `django.contrib.postgres.search`), a GIN
+index over (tenant_id, search_vector), and BM25: the sum, over the question's words, of
+the word's inverse document frequency in the tenant times its frequency in the chunk
+(`ts_rank_cd` of the word alone: title, heading and text weighed), saturated and
+normalized by the chunk's length against the tenant's average. The index is created by migration
+0001 (btree_gin lets one GIN index hold the tenant's integer beside the vector, so the
+tenant filter and the text match are one index scan).
+
+`models.Term` counts lexemes here (what the vectors hold: "orders" and "ordered" are
+both `order`), read from the vectors themselves, so a question's word is looked up as
+the index will match it."""
 
 from __future__ import annotations
 
-from django.contrib.postgres.search import SearchQueryField, SearchRank, SearchVector
-from django.db.models import BooleanField, F, Value
-from django.db.models.expressions import RawSQL
+from collections import Counter
+
+from django.contrib.postgres.search import SearchVector
+from django.db import connections
 
 from ..models import LANGUAGES, Chunk
-from .base import COMMON_FLOOR, COMMON_FRACTION, Hit, squash, unsquash
+from .base import CANDIDATES, CHUNKS, MAX_RANKED, Hit, squash, unsquash
 
-# The question's words less the tenant's common ones (base.COMMON_FRACTION), as one
-# tsquery (an OR): a scalar subquery of the retrieval statement itself, over
-# knowledge_term's unique (tenant_id, word) index. PostgreSQL runs it once (an InitPlan),
-# and every row is matched and ranked against its result.
-KEPT_TERMS = """(
-WITH s AS (SELECT q.w, coalesce(t.df, 0) AS df FROM unnest(%s::text[]) AS q(w)
-           LEFT JOIN knowledge_term t ON t.tenant_id = %s AND t.word = q.w),
-     cap AS (SELECT greatest(%s, coalesce((SELECT df FROM knowledge_term WHERE tenant_id = %s AND word = ''), 0)
-                                 * %s) AS c)
-SELECT to_tsquery(%s::regconfig, coalesce(string_agg(s.w, ' | '), '')) FROM s, cap
-WHERE s.df <= cap.c OR (SELECT min(df) FROM s) > cap.c)"""
+# Weights of the labels D, C (text), B (heading), A (title): a title counts twice the text.
+# A word's frequency in a chunk, r, is ts_rank_cd of that word alone, unnormalized: the
+# sum of the weights of its occurrences.
+WEIGHTS = "{0.1, 0.2, 0.3, 0.4}"
+# BM25's k1 and b: a word's share of a chunk's rank is idf * r / (r + K1 * (1 - B + B *
+# words / the tenant's average)), so a word said five times counts less than five times
+# once, and a long chunk that mentions it in passing less than a short one about it.
+K1 = 0.5
+B = 0.75
+# `models.Term`'s row for the words of the tenant's chunks (n_words), beside CHUNKS: no
+# lexeme the counts keep has a "#".
+WORDS = "#words"
 
-# ts_rank_cd's normalization bit 1: divide by 1 + log(document length), so a long chunk
-# that mentions a word once does not outrank a short one about it.
-NORMALIZATION = 1
-# Weights of the labels D, C (text), B (heading), A (title). PostgreSQL's default gives a
-# title 5x the text; ts_rank_cd has no IDF, so a common word in a title ("order") then
-# outranked the passage that answers. 2x measured better on benchmarks/knowledge.
-WEIGHTS = [0.1, 0.2, 0.3, 0.4]
+# One statement. `w`: the question's lexemes that the tenant's chunks hold, with their
+# counts (looked up one by one in knowledge_term's unique (tenant_id, word) index: a
+# join let the planner read all of a large tenant's counts), BM25's IDF and its length
+# normalization as ka + kb * a chunk's words. `m`: the
+# candidates' tsquery (base.CANDIDATES). The candidates, at most base.MAX_RANKED, come
+# from the GIN index; each is ranked by every word of `w`. The words are letters and
+# digits only (base.query_terms) and so are their lexemes: joined with | or &, none can
+# be another tsquery operator. Articles are joined to the k chunks that come back only.
+_SQL = f"""
+WITH n AS (SELECT greatest(1, coalesce((SELECT df FROM knowledge_term WHERE tenant_id = %(tenant)s AND word = ''), 0)) AS n,
+                  greatest(1, coalesce((SELECT df FROM knowledge_term WHERE tenant_id = %(tenant)s AND word = '{WORDS}'), 0))
+                  AS words),
+     l AS (SELECT v.lexeme AS lex,
+                  (SELECT df FROM knowledge_term t WHERE t.tenant_id = %(tenant)s AND t.word = v.lexeme) AS df
+           FROM unnest(to_tsvector(%(config)s::regconfig, array_to_string(%(words)s::text[], ' '))) AS v),
+     w AS (SELECT l.lex, to_tsquery('simple', l.lex) AS q, ln(1 + (n.n - l.df + 0.5) / (l.df + 0.5)) AS idf,
+                  l.df, n.n, {K1 * (1 - B)} AS ka, {K1 * B} * n.n / n.words::float8 AS kb,
+                  row_number() OVER o AS i, sum(l.df) OVER o AS upto,
+                  n.n * exp(sum(ln(l.df::float8 / greatest(n.n, l.df))) OVER o) AS together
+           FROM l, n WHERE l.df > 0
+           WINDOW o AS (ORDER BY l.df, l.lex ROWS UNBOUNDED PRECEDING)),
+     m AS (SELECT CASE WHEN min(df) <= {CANDIDATES} OR min(n) <= {CANDIDATES}
+                       THEN to_tsquery('simple', string_agg(lex, ' | ')
+                                                 FILTER (WHERE i = 1 OR upto <= {CANDIDATES} OR n <= {CANDIDATES}))
+                       ELSE to_tsquery('simple', string_agg(lex, ' & ')
+                                                 FILTER (WHERE i = 1 OR together * n / df > {CANDIDATES})) END AS q
+           FROM w)
+SELECT r.id, r.article_id, r.title, r.heading, r.text, a.url, r.rank
+FROM (SELECT c.id, c.article_id, c.title, c.heading, c.text,
+             (SELECT sum(w.idf * f.r / (f.r + w.ka + w.kb * c.n_words))
+              FROM w, LATERAL (SELECT ts_rank_cd('{WEIGHTS}', c.search_vector, w.q, 0) AS r) AS f
+              WHERE c.search_vector @@ w.q) AS rank
+      FROM (SELECT * FROM knowledge_chunk
+            WHERE "knowledge_chunk"."tenant_id" = %(tenant)s AND search_vector @@ (SELECT q FROM m)
+            LIMIT {MAX_RANKED}) AS c
+      ORDER BY rank DESC, c.id
+      LIMIT %(k)s) AS r
+JOIN knowledge_article a ON a.id = r.article_id
+ORDER BY r.rank DESC, r.id
+"""
+
+# The lexemes of some chunks, each once per chunk; those a question's word can become
+# (letters and digits, at most Term.word's 64 characters) are all that is kept.
+_LEXEMES = """
+SELECT v.lexeme, count(*) FROM knowledge_chunk c, unnest(tsvector_to_array(c.search_vector)) AS v(lexeme)
+WHERE c.article_id = %s AND length(v.lexeme) <= 64 AND v.lexeme ~ '^[[:alnum:]]+$'
+GROUP BY v.lexeme
+"""
 
 
 def config_for(language: str) -> str:
@@ -58,24 +107,26 @@ class PostgresBackend:
     def index_article(self, *, article_id, language: str) -> None:
         Chunk.objects.using(self.using).filter(article_id=article_id).update(search_vector=chunk_vector(language))
 
+    def term_counts(self, *, article_id) -> Counter:
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(_LEXEMES, [article_id])
+            counts = Counter(dict(cursor.fetchall()))
+        chunks = Chunk.objects.using(self.using).filter(article_id=article_id)
+        counts[CHUNKS] = chunks.count()
+        counts[WORDS] = sum(chunks.values_list("n_words", flat=True))
+        return counts
+
     def search(self, *, tenant_id: int, terms: list[str], k: int, min_score: float,
                language: str) -> list[Hit]:
         if not terms or k < 1:
             return []
-        # The words are letters and digits only (base.query_terms), so joining them with
-        # | builds an OR query that no text can turn into another operator.
-        params = (list(terms), tenant_id, COMMON_FLOOR, tenant_id, COMMON_FRACTION, config_for(language))
-        query = RawSQL(KEPT_TERMS, params, output_field=SearchQueryField())
-        matches = RawSQL(f'"knowledge_chunk"."search_vector" @@ {KEPT_TERMS}', params, output_field=BooleanField())
-        rank = SearchRank(F("search_vector"), query, weights=WEIGHTS, cover_density=True,
-                          normalization=Value(NORMALIZATION))
-        rows = (Chunk.objects.using(self.using)
-                .filter(matches, tenant_id=tenant_id)
-                .annotate(rank=rank))
-        if min_score > 0:
-            rows = rows.filter(rank__gte=unsquash(min_score))
-        rows = rows.order_by("-rank", "pk").values_list(
-            "pk", "article_id", "title", "heading", "text", "article__url", "rank")[:k]
+        params = {"tenant": int(tenant_id), "words": list(terms), "config": config_for(language), "k": int(k)}
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(_SQL, params)
+            rows = cursor.fetchall()
+        # Rows come best first, so dropping those under the floor after the LIMIT keeps
+        # exactly the top k of those above it.
+        floor = unsquash(min_score) if min_score > 0 else float("-inf")
         return [Hit(chunk_id=pk, article_id=str(article), title=title, heading=heading, text=text,
                     url=url, score=round(squash(raw), 4))
-                for pk, article, title, heading, text, url, raw in rows]
+                for pk, article, title, heading, text, url, raw in rows if raw >= floor]

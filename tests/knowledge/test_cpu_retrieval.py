@@ -26,6 +26,11 @@ from .conftest import import_help_centre
 pytestmark = pytest.mark.django_db
 
 
+def is_read(sql: str) -> bool:
+    # A read may open with its common table expressions (PostgreSQL's retrieval does).
+    return sql.lstrip().upper().startswith(("SELECT", "WITH"))
+
+
 @pytest.fixture
 def pool():
     slug = f"knowledge-cpu-{uuid.uuid4().hex[:8]}"
@@ -59,7 +64,7 @@ def test_the_cpu_tier_retrieves_with_one_query_and_grounds_the_prompt_with_its_s
 
     with CaptureQueriesContext(connection) as queries:
         assert preprocess_request(spec.request_id) == f"prefill.{pool}"
-    selects = [q["sql"] for q in queries.captured_queries if q["sql"].lstrip().upper().startswith("SELECT")]
+    selects = [q["sql"] for q in queries.captured_queries if is_read(q["sql"])]
     assert len(selects) == 1 and "knowledge_chunk" in selects[0]
 
     stored = load(get_redis(), spec.request_id)
@@ -79,7 +84,7 @@ def test_with_knowledge_off_the_cpu_tier_reads_no_database_and_cites_nothing(poo
     spec = submit(pool, tenant, "I was charged twice for my order", retrieval={})
     with CaptureQueriesContext(connection) as queries:
         assert preprocess_request(spec.request_id) == f"prefill.{pool}"
-    assert not [q for q in queries.captured_queries if q["sql"].lstrip().upper().startswith("SELECT")]
+    assert not [q for q in queries.captured_queries if is_read(q["sql"])]
     stored = load(get_redis(), spec.request_id)
     assert stored.sources == []
     assert KNOWLEDGE_INSTRUCTION not in get_tokenizer().decode(stored.prompt_token_ids)

@@ -485,6 +485,7 @@ export class App {
     const m = this.byId.get(f.message);
     if (!m || FINAL.has(m.status)) return;
     m.status = f.finish_reason === "cancelled" ? "cancelled" : "done";
+    if (Array.isArray(f.sources)) m.sources = f.sources;
     this.finish(m);
     this.view.announce(this.view.textOf(m));
     if (!this.view.isOpen) this.setUnread(this.unread + 1);

@@ -38,6 +38,7 @@ const catalogue = {
     email: "Your e-mail",
     offlineSent: "Thanks! We will reply by e-mail.",
     personTyping: "{n} is typing…",
+    sources: "Sources",
   },
   fr: {
     chat: "Chat",

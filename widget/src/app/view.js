@@ -46,6 +46,15 @@ function styleSheet(root) {
   }
 }
 
+// A cited article as a link, where its URL is one a page may open: http(s) only, so a
+// stored `javascript:` or `data:` URL never becomes a link.
+function sourceLink(s) {
+  let u;
+  try { u = new URL(s.url); } catch { return null; }
+  if (u.protocol !== "https:" && u.protocol !== "http:") return null;
+  return h("li", {}, h("a", { href: u.href, target: "_blank", rel: "noopener", text: s.title || u.host }));
+}
+
 let uid = 0;
 const writing = (m) => m.role === "assistant" && !["done", "failed", "cancelled"].includes(m.status);
 
@@ -196,6 +205,8 @@ export class View {
       body.append(renderMarkdown(m.text, { streaming }));
       el.replaceChildren(body);
       if (m.author) el.prepend(h("span", { class: "who", text: m.author }));
+      const links = (m.sources || []).map(sourceLink).filter(Boolean);
+      if (links.length) el.append(h("ul", { class: "src", "aria-label": this.t("sources") }, ...links));
     }
     // A reply with no text yet is the typing indicator's, not an empty bubble.
     el.hidden = !m.text && writing(m);
