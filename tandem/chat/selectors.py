@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from knowledge.selectors import citations_for
 from tenants.models import Tenant
 
 from . import services
@@ -27,6 +28,7 @@ def conversation_transcript(*, tenant: Tenant, conversation_id, visitor: Visitor
         .values("id", "role", "content", "status", "finish_reason", "error", "author_name")[:limit]
     )
     rows.reverse()
+    cited = citations_for(tenant=tenant, message_ids=[r["id"] for r in rows if r["role"] == Message.Role.ASSISTANT])
     return {
         "id": str(conversation.pk),
         "handoff": conversation.handoff,  # who answers: bot, pending_human, human, resolved
@@ -34,7 +36,8 @@ def conversation_transcript(*, tenant: Tenant, conversation_id, visitor: Visitor
             {"id": str(r["id"]), "role": r["role"], "text": r["content"], "status": r["status"],
              "finish_reason": r["finish_reason"] or None,
              **({"error": r["error"].split(":", 1)[0]} if r["status"] == Message.Status.FAILED else {}),
-             **({"author": r["author_name"]} if r["role"] == Message.Role.AGENT else {})}
+             **({"author": r["author_name"]} if r["role"] == Message.Role.AGENT else {}),
+             **({"sources": cited[str(r["id"])]} if str(r["id"]) in cited else {})}
             for r in rows
         ],
     }

@@ -54,3 +54,7 @@ def test_a_grounded_reply_shows_its_sources_with_a_web_address_as_links(platform
     bubble = page.locator("tandem-chat .msg.assistant").last
     expect(bubble.locator(".src a")).to_have_count(1)
     assert bubble.evaluate("el => el.lastElementChild.matches('ul.src')")
+    # A reload restores the conversation (and the open panel) from its history, sources included.
+    page.reload()
+    restored = page.locator("tandem-chat .msg.assistant").last
+    expect(restored.locator(".src a")).to_have_attribute("href", "https://help.example.com/charged-twice")

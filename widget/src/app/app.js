@@ -403,7 +403,7 @@ export class App {
       let m = this.byId.get(s.id);
       if (!m) m = { id: s.id, role: s.role, text: "", status: s.status, index: -1, author: s.author };
       if (FINAL.has(s.status)) {
-        Object.assign(m, { text: s.text || "", status: s.status });
+        Object.assign(m, { text: s.text || "", status: s.status, sources: s.sources });
         this.store.dropPending(s.id);
       } else if (!FINAL.has(m.status) && m.index < 0) {
         // Still being written: continue from what this page had (kept with its index).
