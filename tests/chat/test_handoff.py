@@ -58,32 +58,47 @@ def request_keys(redis_client) -> list:
     return list(redis_client.scan_iter("tandem:req:*"))
 
 
-def test_two_agents_claiming_at_the_same_moment_make_exactly_one_owner(site):
-    conv = site[3]
-    ownership.handoff_request(conversation=conv, reason="button")
-    agents = [UserFactory(), UserFactory()]
-    barrier, won, lost = threading.Barrier(2), [], []
+def at_the_same_moment(*actions) -> list:
+    """Run each action in a thread of its own; each calls the `go` it is given after its
+    own reads, and they all go on together from there. Their results, in order (an
+    exception raised is its result)."""
+    barrier, results = threading.Barrier(len(actions)), [None] * len(actions)
 
-    def claim(agent):
+    def run(i, action):
         try:
-            mine = Conversation.objects.get(pk=conv.pk)  # each agent's own read
-            barrier.wait()
-            ownership.conversation_claim(conversation=mine, agent=agent)
-            won.append(agent)
-        except ownership.Taken as exc:
-            lost.append((agent, str(exc)))
+            results[i] = action(barrier.wait)
+        except Exception as exc:  # noqa: BLE001 - the caller asserts on it
+            results[i] = exc
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=claim, args=(a,)) for a in agents]
+    threads = [threading.Thread(target=run, args=(i, a)) for i, a in enumerate(actions)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    return results
+
+
+def test_two_agents_claiming_at_the_same_moment_make_exactly_one_owner(site):
+    conv = site[3]
+    ownership.handoff_request(conversation=conv, reason="button")
+
+    def claim(agent):
+        def act(go):
+            mine = Conversation.objects.get(pk=conv.pk)  # each agent's own read
+            go()
+            ownership.conversation_claim(conversation=mine, agent=agent)
+            return agent
+        return act
+
+    results = at_the_same_moment(*(claim(a) for a in (UserFactory(), UserFactory())))
+    won = [r for r in results if not isinstance(r, Exception)]
+    lost = [r for r in results if isinstance(r, ownership.Taken)]
     assert len(won) == 1 and len(lost) == 1
     conv.refresh_from_db()
     assert conv.handoff == H.HUMAN and conv.assignee == won[0]
-    assert won[0].username in lost[0][1]  # the loser is told who answers
+    assert won[0].username in str(lost[0])  # the loser is told who answers
 
 
 def test_while_a_person_owns_it_a_visitor_message_reaches_the_inbox_and_nothing_is_prefilled(site, redis_client):
@@ -194,25 +209,18 @@ def test_two_agents_reassigning_at_the_same_moment_make_exactly_one_owner(site):
     conv = site[3]
     first, *others = [UserFactory(), UserFactory(), UserFactory()]
     ownership.conversation_claim(conversation=conv, agent=first)
-    barrier, won, lost = threading.Barrier(2), [], []
 
     def assign(to):
-        try:
+        def act(go):
             mine = Conversation.objects.get(pk=conv.pk)  # both saw `first` as the owner
-            barrier.wait()
+            go()
             ownership.conversation_assign(conversation=mine, to=to, by=to)
-            won.append(to)
-        except ownership.Stale:
-            lost.append(to)
-        finally:
-            connection.close()
+            return to
+        return act
 
-    threads = [threading.Thread(target=assign, args=(a,)) for a in others]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(won) == 1 and len(lost) == 1
+    results = at_the_same_moment(*(assign(a) for a in others))
+    won = [r for r in results if not isinstance(r, Exception)]
+    assert len(won) == 1 and sum(isinstance(r, ownership.Stale) for r in results) == 1
     conv.refresh_from_db()
     assert conv.assignee == won[0]
 
@@ -374,33 +382,21 @@ def test_round_robin_and_an_agent_claiming_at_the_same_moment_make_exactly_one_o
     tenant.handover_round_robin = True
     tenant.save()
     Conversation.objects.filter(pk=conv.pk).update(handoff=H.PENDING_HUMAN)
-    barrier, results = threading.Barrier(2), {}
 
-    def round_robin():
-        try:
-            barrier.wait()
-            results["rr"] = assignment.assign_round_robin(conversation_id=conv.pk, tenant=tenant)
-        finally:
-            connection.close()
+    def round_robin(go):
+        go()
+        return assignment.assign_round_robin(conversation_id=conv.pk, tenant=tenant)
 
-    def claim():
-        try:
-            mine = Conversation.objects.get(pk=conv.pk)
-            barrier.wait()
-            ownership.conversation_claim(conversation=mine, agent=claimer)
-            results["claim"] = claimer
-        except ownership.Taken:
-            results["claim"] = None
-        finally:
-            connection.close()
+    def claim(go):
+        mine = Conversation.objects.get(pk=conv.pk)
+        go()
+        ownership.conversation_claim(conversation=mine, agent=claimer)
+        return claimer
 
-    threads = [threading.Thread(target=f) for f in (round_robin, claim)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results = at_the_same_moment(round_robin, claim)
+    assert all(r is None or isinstance(r, (ownership.Taken, type(claimer))) for r in results), results
     conv.refresh_from_db()
-    winners = [w for w in (results["rr"], results["claim"]) if w is not None]
+    winners = [w for w in results if w is not None and not isinstance(w, Exception)]
     assert len(winners) == 1 and conv.handoff == H.HUMAN and conv.assignee == winners[0]
 
 
