@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import openai
 import pytest
@@ -171,25 +172,31 @@ def test_killing_the_cpu_worker_during_a_hand_off_loses_nothing(faults_platform)
     ensure_workers(p, "decode", 1)
     ensure_workers(p, "prefill", 1)
     [cpu] = ensure_workers(p, "cpu", 1)
-    tenant = make_tenant(max_output_tokens=6)
+    tenant = make_tenant(max_output_tokens=6, requests_per_minute=10_000)  # as many waves as it takes
     pid = p.procs[cpu].pid
-    with chats(p, tenant.widget_key.plaintext, QUESTIONS[:6]) as replies:
-        def caught():
-            """Freeze the CPU worker when it holds a request, then check it still does
-            (it was stopped mid-hand-off); if not, let it go on and try again."""
-            if not held(p, cpu):
-                return None
+    replies: list[Chat] = []
+    # The CPU tier holds a request for a few milliseconds: waves of chats are sent (the
+    # next once the last has its first tokens) until the worker is caught holding one,
+    # frozen there, and killed. Polled without a pause: the window is that short.
+    deadline = time.monotonic() + 120
+    while True:
+        assert time.monotonic() < deadline, "the CPU worker was never caught in the middle of a request"
+        if not replies or all(c.tokens or not c.is_alive() for c in replies[-6:]):
+            wave = [Chat(p, tenant.widget_key.plaintext, q) for q in QUESTIONS[:6]]
+            for c in wave:
+                c.start()
+            replies += wave
+        if held(p, cpu):
             os.kill(pid, signal.SIGSTOP)
-            holding = held(p, cpu)
-            if holding:
-                return holding
+            affected = held(p, cpu)
+            if affected:  # still there after the stop: stopped mid-hand-off
+                break
             os.kill(pid, signal.SIGCONT)
-            return None
-
-        affected = until(caught, timeout=120, what="the CPU worker in the middle of a request")
-        p.kill(cpu)  # SIGKILL reaches a stopped process too
-        ensure_workers(p, "cpu", 1)
+    p.kill(cpu)  # SIGKILL reaches a stopped process too
+    ensure_workers(p, "cpu", 1)
     for c in replies:
+        c.join(timeout=300)
+        assert not c.is_alive() and c.error is None, (c.text, c.error, c.frames[-3:])
         assert_complete(c)
     assert affected <= {c.message_id for c in replies if moved(c)}
 
