@@ -54,13 +54,25 @@ def platform(django_db_setup, django_db_blocker, model_dir):
 
 @pytest.fixture(autouse=True)
 def platform_idle(request):
-    """A test that drives the session platform starts with its workers holding nothing.
-    An earlier test may have left replies running that nobody follows (a submission
-    through the services, a socket closed mid-reply): their listener lease lets them run
-    on for streams.LISTENER_TTL_S, in the decode slots this test's reply then waits for
-    past its stall timeout. They are cancelled here and waited out."""
+    """The session platform's workers hold nothing when a test that drives it starts, nor
+    when a test that may have sent it work ends.
+
+    - Start: an earlier test may have left replies running that nobody follows (a
+      submission through the services, a socket closed mid-reply): their listener lease
+      lets them run on for streams.LISTENER_TTL_S, in the decode slots this test's reply
+      then waits for past its stall timeout.
+    - End, before the database is flushed (this fixture's teardown runs before
+      transactional_db's): a worker finishing such a reply while the flush's TRUNCATE
+      runs deadlocks with it (seen in CI)."""
     if "platform" in request.fixturenames:
         settle(get_redis(), timeout=60)
+    marker = request.node.get_closest_marker("django_db")
+    if marker is None or not marker.kwargs.get("transaction"):
+        yield
+        return
+    request.getfixturevalue("transactional_db")
+    yield
+    settle(get_redis(), timeout=60)
 
 
 def settle(client, *, timeout: float) -> None:
