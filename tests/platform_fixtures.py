@@ -80,18 +80,21 @@ def settle(client, *, timeout: float) -> None:
     holds one."""
     from inference.pipeline.submit import request_cancel
     from inference.wire import keys
-    from inference.wire.workers import live_workers
+    from inference.wire.workers import dead_workers, live_workers
 
-    def held() -> set[str]:  # by live workers: a dead one's requests migrate without it
-        names = [w["name"] for w in live_workers(client)]
+    def held(*, dead_too: bool = False) -> set[str]:
+        gone = set() if dead_too else {d.name for d in dead_workers(client)}
+        names = [w["name"] for w in live_workers(client) if w["name"] not in gone]
         pipe = client.pipeline(transaction=False)
         for name in names:
             pipe.smembers(keys.worker_requests(name))
         return {r.decode() for members in pipe.execute() for r in members}
 
+    # A killed worker's requests (its heartbeat not yet expired) are cancelled too, since
+    # they migrate to a live one; only live workers are waited for.
     sent = {k.decode().rsplit(":", 1)[1] for k in client.scan_iter(match=keys.SENT_PATTERN, count=500)}
-    for request_id in held() | sent:
-        request_cancel(request_id=request_id)
+    for request_id in held(dead_too=True) | sent:
+        request_cancel(request_id=request_id, client=client)
     deadline = time.monotonic() + timeout
     while (left := held()):
         assert time.monotonic() < deadline, f"cancelled requests still held by workers: {sorted(left)}"

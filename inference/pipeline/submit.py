@@ -49,10 +49,11 @@ def request_stored(*, request_id: str, committed: bool) -> None:
     handoff.report(get_redis(), request_id, handoff.web_report(committed))
 
 
-def request_cancel(*, request_id: str) -> None:
+def request_cancel(*, request_id: str, client=None) -> None:
     """Flag the request cancelled and tell the model workers at once. Tiers that have
-    not reached it yet check the flag before they start."""
-    pipe = get_redis().pipeline(transaction=False)
+    not reached it yet check the flag before they start. `client`: the Redis of another
+    deployment than this process's (a test's second platform)."""
+    pipe = (client or get_redis()).pipeline(transaction=False)
     pipe.set(keys.cancel(request_id), "1", ex=keys.CANCEL_TTL_S)
     pipe.publish(keys.CANCEL_CHANNEL, request_id)
     pipe.execute()

@@ -22,7 +22,7 @@ import redis as redis_lib
 from devstack.processes import database_url, new_log_dir, running_platform, start_worker, wait_for
 from inference.wire import keys
 from inference.wire.workers import live_workers
-from tests.platform_fixtures import LOAD_GENERATOR_LIMITS, chat_socket
+from tests.platform_fixtures import LOAD_GENERATOR_LIMITS, chat_socket, settle
 
 COMMON = {"TANDEM_DTYPE": "float32", "TANDEM_THREADS": "1"}
 ENVS = {
@@ -51,6 +51,19 @@ def faults_platform(django_db_setup, django_db_blocker, model_dir):
 
 
 _counter = iter(range(2, 10_000))
+
+
+@pytest.fixture(autouse=True)
+def faults_platform_idle(request):
+    """As tests.platform_fixtures.platform_idle, for this platform: its workers hold
+    nothing when the test's database is flushed (this teardown runs first)."""
+    if "faults_platform" not in request.fixturenames:
+        yield
+        return
+    p = request.getfixturevalue("faults_platform")
+    request.getfixturevalue("transactional_db")
+    yield
+    settle(p.client, timeout=120)
 
 
 def workers_of(platform, role: str) -> list[str]:
