@@ -277,6 +277,17 @@ TANDEM_TENANT_REFRESH_S = float(os.environ.get("TANDEM_TENANT_REFRESH_S", "60"))
 # The model id the OpenAI-compatible API serves (`model` in requests, /v1/models).
 TANDEM_MODEL_ID = os.environ.get("TANDEM_MODEL_ID", Path(TANDEM_MODEL).name or "tandem")
 
+# --- E-mail: answers to offline messages (docs/handoff.md) -------------------------------
+# The console backend (printed to the web process's log) unless a server is configured:
+# a laptop has no mail server, and a deployment sets these.
+EMAIL_BACKEND = os.environ.get("TANDEM_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = os.environ.get("TANDEM_EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("TANDEM_EMAIL_PORT", "25"))
+EMAIL_HOST_USER = os.environ.get("TANDEM_EMAIL_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("TANDEM_EMAIL_PASSWORD", "")
+EMAIL_USE_TLS = os.environ.get("TANDEM_EMAIL_TLS", "") == "1"
+DEFAULT_FROM_EMAIL = os.environ.get("TANDEM_EMAIL_FROM", "support@tandem.invalid")
+
 # --- Bounded work and public-key limits (docs/security.md) ---------------------------------
 # One request reads at most this many of its conversation's newest messages, and of those
 # at most TANDEM_HISTORY_CHARS_PER_TOKEN characters per prompt token the tenant allows

@@ -191,6 +191,11 @@ class OfflineMessage(models.Model):
     email = models.EmailField(max_length=254)
     text = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
+    # The agent's answer, sent to `email` from the inbox (ownership.offline_message_answer).
+    answer = models.TextField(blank=True, default="")
+    answered_at = models.DateTimeField(null=True, blank=True)
+    answered_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="+")
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -19,6 +19,7 @@ Every change is published on commit to the conversation's live events
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
 from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
@@ -234,6 +235,37 @@ def offline_message_leave(*, conversation: Conversation, email: str, text: str) 
                                             email=email, text=text)
         Conversation.objects.filter(pk=conversation.pk, user_email="").update(user_email=email)
     return msg
+
+
+class AlreadyAnswered(Exception):
+    code = "already_answered"
+
+    def __init__(self, offline: OfflineMessage):
+        by = display_name(offline.answered_by) if offline.answered_by else "Someone"
+        super().__init__(f"{by} already answered this message.")
+
+
+def offline_message_answer(*, offline: OfflineMessage, agent, text: str) -> OfflineMessage:
+    """Answer an offline message by e-mail to the address the visitor left. Marked
+    answered first, by one conditional UPDATE, so two agents answering at once send one
+    e-mail; a send that fails leaves it unanswered again. Raises InvalidInput,
+    AlreadyAnswered, or the mail backend's error."""
+    text = clean_user_text(text)
+    now = timezone.now()
+    if not OfflineMessage.objects.filter(pk=offline.pk, answered_at__isnull=True).update(
+            answered_at=now, answered_by=agent, answer=text):
+        offline.refresh_from_db()
+        raise AlreadyAnswered(offline)
+    tenant = offline.tenant
+    try:
+        send_mail(subject=f"Re: your message to {tenant.name}", message=f"{text}\n\n> " +
+                  "\n> ".join(offline.text.splitlines()), from_email=None, recipient_list=[offline.email])
+    except Exception:
+        OfflineMessage.objects.filter(pk=offline.pk, answered_at=now).update(answered_at=None, answered_by=None,
+                                                                             answer="")
+        raise
+    offline.refresh_from_db()
+    return offline
 
 
 def typing(*, conversation_id, who: str, name: str = "") -> None:

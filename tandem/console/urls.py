@@ -76,6 +76,7 @@ urlpatterns = [
     path(T + "inbox/", inbox.inbox, name="inbox"),
     path(T + "inbox/rows/", inbox.inbox_rows, name="inbox_rows"),
     path(T + "inbox/presence/", inbox.inbox_presence, name="inbox_presence"),
+    path(T + "inbox/offline/<int:offline_id>/answer/", inbox.inbox_offline_answer, name="inbox_offline_answer"),
     path(T + "inbox/<uuid:conversation_id>/", inbox.inbox_conversation, name="inbox_conversation"),
     *(path(T + f"inbox/<uuid:conversation_id>/{action}/", inbox.inbox_action, {"action": action},
            name=f"inbox_{action}") for action in ("claim", "assign", "resolve", "reply", "note")),

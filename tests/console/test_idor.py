@@ -12,6 +12,7 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from knowledge.models import Article
+from tandem.chat.models import OfflineMessage
 from tenants.models import ApiKey, ComputePool, Membership
 
 pytestmark = pytest.mark.django_db
@@ -36,7 +37,7 @@ def test_the_sweep_sees_the_console_and_its_ids():
     patterns = console_patterns()
     params = {name for _, _, names in patterns for name in names}
     assert len(patterns) > 20
-    assert {"slug", "key_id", "membership_id", "conversation_id", "pool_id", "article_id"} <= params
+    assert {"slug", "key_id", "membership_id", "conversation_id", "pool_id", "article_id", "offline_id"} <= params
     names = {name for name, _, _ in patterns}
     assert {"inbox_conversation", "inbox_claim", "inbox_reply", "inbox_note", "inbox_resolve"} <= names
     assert {"knowledge", "article_edit", "article_delete", "assistant_preview", "identity_secret_rotate"} <= names
@@ -59,6 +60,8 @@ def other_tenants_values(world) -> dict[str, list[dict]]:
         "conversation_id": world.conv_b.pk,
         "pool_id": ComputePool.objects.first().pk,  # operators' only: no tenant's at all
         "article_id": (Article.objects.filter(tenant=b).first() or article_of(b)).pk,
+        "offline_id": (OfflineMessage.objects.filter(tenant=b).first() or OfflineMessage.objects.create(
+            tenant=b, conversation=world.conv_b, email="b@example.test", text="hello")).pk,
     }
 
 

@@ -160,3 +160,30 @@ def test_with_nobody_online_a_hand_over_waits_and_says_it_is_offline(world, agen
     assert assignment.state_event(state="pending_human", agent=None, tenant_id=tenant.pk)["offline"] is True
     assignment.presence_set(tenant=tenant, agent=agent_a, status="online")
     assert "offline" not in assignment.state_event(state="pending_human", agent=None, tenant_id=tenant.pk)
+
+
+def test_an_offline_message_is_answered_by_e_mail_once_and_only_in_its_tenant(client, world, agent_a, mailoutbox):
+    a, conv = world.a.tenant.slug, world.conv_a
+    ownership.handoff_request(conversation=conv, reason="button")
+    conv.refresh_from_db()
+    left = ownership.offline_message_leave(conversation=conv, email="ann@example.test", text="Parcel 42 never came")
+    client.force_login(agent_a)
+    url = f"/console/t/{a}/inbox/offline/{left.pk}/answer/"
+    page = client.post(url, {"text": "   "}, follow=True).content.decode()
+    assert "The message is empty." in page and not mailoutbox  # a form error, nothing sent
+    page = client.post(url, {"text": "It left our depot today: tracking 42."}, follow=True).content.decode()
+    assert "Sent to ann@example.test." in page and "Answered by Sam" in page
+    [mail] = mailoutbox
+    assert mail.to == ["ann@example.test"] and mail.subject == f"Re: your message to {world.a.tenant.name}"
+    assert mail.body.startswith("It left our depot today: tracking 42.") and "> Parcel 42 never came" in mail.body
+    again = client.post(url, {"text": "Twice?"}, follow=True).content.decode()
+    assert "Sam already answered this message." in again and len(mailoutbox) == 1
+    left.refresh_from_db()
+    assert (left.answered_by, left.answer) == (agent_a, "It left our depot today: tracking 42.")
+    # Another tenant's offline message is not found, exactly like a missing one.
+    ownership.handoff_request(conversation=world.conv_b, reason="button")
+    world.conv_b.refresh_from_db()
+    theirs = ownership.offline_message_leave(conversation=world.conv_b, email="bob@example.test", text="hello")
+    assert client.post(f"/console/t/{a}/inbox/offline/{theirs.pk}/answer/", {"text": "x"}).status_code == 404
+    assert client.post(f"/console/t/{a}/inbox/offline/999999/answer/", {"text": "x"}).status_code == 404
+    assert len(mailoutbox) == 1

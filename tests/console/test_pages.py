@@ -10,6 +10,7 @@ import pytest
 from django.urls import reverse
 
 from knowledge.models import Article
+from tandem.chat.models import OfflineMessage
 from tenants.models import ApiKey, AuditLog, ComputePool, Membership, Quota
 from tests.console.test_idor import console_patterns
 
@@ -44,7 +45,9 @@ def url_values(world):
             "membership_id": Membership.objects.filter(tenant=a, role="viewer").first().pk,
             "conversation_id": world.conv_a.pk, "pool_id": ComputePool.objects.first().pk,
             "article_id": Article.objects.create(tenant=a, title="Returns", body="Within 30 days.",
-                                                 text="Within 30 days.").pk}
+                                                 text="Within 30 days.").pk,
+            "offline_id": OfflineMessage.objects.create(tenant=a, conversation=world.conv_a, email="a@example.test",
+                                                        text="Hello?").pk}
 
 
 def unlabelled_fields(html: str) -> list[str]:

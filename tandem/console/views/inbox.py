@@ -7,6 +7,8 @@ Another tenant's conversation id is a 404 like a missing one (views/base.tenant_
 
 from __future__ import annotations
 
+import logging
+
 from django.contrib import messages
 from django.http import JsonResponse
 from django.shortcuts import redirect
@@ -14,14 +16,16 @@ from django.shortcuts import redirect
 from inference.text.validation import InvalidInput
 from tandem.chat import assignment, ownership
 from tandem.chat import inbox as chat_inbox
-from tandem.chat.models import Conversation
+from tandem.chat.models import Conversation, OfflineMessage
 from tenants.access import NotFound
 from tenants.membership import Can
 
 from .base import Obj, render_page, tenant_page
 
 CONVERSATION = {"conversation_id": Obj("conv", Conversation.objects.all(), "conversation")}
+OFFLINE = {"offline_id": Obj("offline", OfflineMessage.objects.select_related("tenant"), "offline message")}
 INBOX = {"read": Can.INBOX, "write": Can.INBOX}
+log = logging.getLogger(__name__)
 
 
 def _presence(request, access) -> dict:
@@ -107,6 +111,21 @@ def inbox_action(request, access, conv, action):
     if text:
         (messages.success if status == 200 else messages.error)(request, text)
     return redirect("console:inbox_conversation", slug=access.tenant.slug, conversation_id=conv.pk)
+
+
+@tenant_page(methods=("POST",), objects=OFFLINE, **INBOX)
+def inbox_offline_answer(request, access, offline):
+    """Answer an offline message by e-mail (ownership.offline_message_answer)."""
+    try:
+        ownership.offline_message_answer(offline=offline, agent=request.user, text=request.POST.get("text", ""))
+    except (InvalidInput, ownership.AlreadyAnswered) as exc:
+        messages.error(request, str(exc))
+    except Exception:  # the mail server refused or is down: nothing was sent, say so
+        log.exception("answering offline message %s failed", offline.pk)
+        messages.error(request, "The e-mail could not be sent; nothing was sent. Try again later.")
+    else:
+        messages.success(request, f"Sent to {offline.email}.")
+    return redirect("console:inbox", slug=access.tenant.slug)
 
 
 def _wants_json(request) -> bool:
