@@ -34,7 +34,7 @@ def inbox_list(*, tenant: Tenant, agent=None) -> list[dict]:
 
 def offline_list(*, tenant: Tenant, limit: int = 50) -> list[OfflineMessage]:
     """What visitors left in the widget's offline form, newest first."""
-    return list(access_list(OfflineMessage, tenant=tenant).select_related("conversation")[:limit])
+    return list(access_list(OfflineMessage, tenant=tenant).select_related("conversation", "answered_by")[:limit])
 
 
 def inbox_transcript(conversation: Conversation) -> list[Message]:
