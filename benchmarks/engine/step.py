@@ -23,12 +23,12 @@ from ..report import say, table
 MATMUL_OPS = ("linear_dynamic", "_linear_pointwise", "aten::linear", "aten::addmm", "aten::mm")
 
 
-def build(model_dir: str, precision: str, max_context: int):
+def build(model_dir: str, precision: str, max_context: int, attention: str = "auto"):
     from inference.engine.config import EngineConfig
     from inference.engine.loader import load_model
 
     return load_model(EngineConfig(model=model_dir, device="cpu", dtype=precision, max_context=max_context,
-                                   num_threads=1)).model
+                                   num_threads=1, attention=attention)).model
 
 
 def make_step(model, batch: int, context: int):
@@ -69,7 +69,7 @@ def profile(step, model, batch: int, context: int, steps: int = 5) -> dict:
         total += own
         if any(k in name for k in MATMUL_OPS):
             parts["matmul"] += own
-        elif "scaled_dot_product" in name or "flash_attention" in name:
+        elif "scaled_dot_product" in name or "flash_attention" in name or name == "decode_attention":
             parts["attention"] += own
         elif "index_copy" in name:
             parts["kv_write"] += own
@@ -112,6 +112,8 @@ def main(argv: list[str]) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks.engine.step", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default=str(MODEL_DIR))
     p.add_argument("--precisions", default="bfloat16,int8")
+    p.add_argument("--attention", default="auto",
+                   help="decode attention variants, comma-separated: auto (our kernel where it builds), sdpa")
     p.add_argument("--batches", default="1,32,64")
     p.add_argument("--context", type=int, default=100, help="cached positions per row (default 100)")
     p.add_argument("--rounds", type=int, default=15, help="interleaved rounds (default 15)")
@@ -124,14 +126,14 @@ def main(argv: list[str]) -> None:
     info = machine_info()
     bw = memory_bandwidth_gbs()
     say(f"machine: {describe(info)}; load {load_average()}; read bandwidth {bw:.1f} GB/s (1 thread)")
-    precisions = [x for x in args.precisions.split(",") if x]
+    variants = [(pr, at) for pr in args.precisions.split(",") if pr for at in args.attention.split(",") if at]
     batches = [int(x) for x in args.batches.split(",") if x]
-    models = {pr: build(args.model, pr, max(512, args.context + 8)) for pr in precisions}
-    steps = {(pr, b): make_step(models[pr], b, args.context) for pr in precisions for b in batches}
+    models = {v: build(args.model, *v[:1], max(512, args.context + 8), v[1]) for v in variants}
+    steps = {(v, b): make_step(models[v], b, args.context) for v in variants for b in batches}
     for fn in steps.values():  # first-use costs (oneDNN primitives, allocator) out of the way
         for _ in range(3):
             fn()
-    times: dict[tuple[str, int], list[float]] = {k: [] for k in steps}
+    times: dict[tuple[tuple[str, str], int], list[float]] = {k: [] for k in steps}
     for r in range(args.rounds):
         for k, fn in steps.items():
             t = time.perf_counter()
@@ -140,17 +142,18 @@ def main(argv: list[str]) -> None:
         if r % 5 == 4:
             say(f"round {r + 1}/{args.rounds}; load {load_average()}")
     rows = []
-    for (pr, b), fn in steps.items():
-        med = statistics.median(times[(pr, b)])
-        parts = profile(fn, models[pr], b, args.context)
-        rows.append([pr, b, args.context, med, min(times[(pr, b)]), b / med * 1e3, parts["matmul"],
+    for (v, b), fn in steps.items():
+        med = statistics.median(times[(v, b)])
+        parts = profile(fn, models[v], b, args.context)
+        kernel = "ours" if models[v].decode_attention is not None else "sdpa"
+        rows.append([v[0], kernel, b, args.context, med, min(times[(v, b)]), b / med * 1e3, parts["matmul"],
                      parts["attention"], parts["kv_write"], parts["other"], parts["kv_mb"], parts["attention_gbs"]])
     peak = matmul_peak()
     print(measured_on(info) + f"; load average {load_average()}; read bandwidth {bw:.1f} GB/s (1 thread)")
     print("matmul peak, one core ([512, 576] x [576, 3072], best of 20): "
           + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peak.items()))
     print(f"decode forward, 1 thread on core {args.core}, {args.rounds} interleaved rounds; profile: 5 steps")
-    print(table(["precision", "batch", "context", "step p50 ms", "step min ms", "tok/s", "matmul ms",
+    print(table(["precision", "attention", "batch", "context", "step p50 ms", "step min ms", "tok/s", "matmul ms",
                  "attention ms", "KV write ms", "other ms", "KV read MB", "attention GB/s"], rows, digits=1))
 
 

@@ -13,7 +13,9 @@ heads rotate by angle 0); keys and values stored as one cache tensor, written by
 index_put. The matmuls are linear.py's: on bf16 CPUs oneDNN-packed weights with the
 RMSNorm scale folded in and the residual add, SiLU and gating fused in; int8 weights
 through FBGEMM (fp32 activations). fp32 follows HF's numerics closely enough that greedy
-output matches token for token.
+output matches token for token. A decode forward's attention (one new token per row) runs
+on kernels/decode_attention.c where it builds (attention="auto"), else on torch's SDPA, as
+prefill always does.
 
 Cache layout: [L, B, 2 Hkv, T, D], heads 0..Hkv-1 keys, Hkv..2Hkv-1 values.
 Shapes: B rows, S new tokens per row, T cache positions attended, L layers, H query heads,
@@ -29,7 +31,10 @@ from typing import Any, TypeVar
 import torch
 import torch.nn.functional as F
 
+from .kernels import decode_attention
 from .linear import Linear, choose_kind
+
+ATTENTION = ("auto", "kernel", "sdpa")
 
 R = TypeVar("R")
 
@@ -69,9 +74,11 @@ class LayerWeights:
 
 class DecoderModel:
     def __init__(self, hf_model: Any, *, device: torch.device, dtype: torch.dtype, max_context: int,
-                 weights: str = "native"):
+                 weights: str = "native", attention: str = "auto"):
         """`dtype`: activations, KV cache and (unless `weights` is "int8") weights; int8
-        weights take fp32 activations (see linear.py)."""
+        weights take fp32 activations (see linear.py). `attention`: the decode forward's,
+        "kernel" (ours; an error where it cannot run), "sdpa" (torch's) or "auto" (ours
+        where it runs)."""
         cfg = hf_model.config
         self.device = torch.device(device)
         if weights == "int8" and dtype != torch.float32:
@@ -129,6 +136,19 @@ class DecoderModel:
         self._rope_id = (torch.ones(n_v, head_dim, device=self.device, dtype=dtype),
                          torch.zeros(n_v, head_dim, device=self.device, dtype=dtype))  # v: angle 0
         self._n_qk = n_qk
+        self.decode_attention = self._choose_attention(attention)
+
+    def _choose_attention(self, attention: str) -> decode_attention.DecodeAttention | None:
+        if attention not in ATTENTION:
+            raise ValueError(f"unknown attention {attention!r}")
+        if attention == "sdpa":
+            return None
+        kernel = decode_attention.load() if self.device.type == "cpu" else None
+        if kernel is not None and kernel.supports(self.dtype, self.device):
+            return kernel
+        if attention == "kernel":
+            raise RuntimeError(f"the decode attention kernel cannot run here ({self.device}, {self.dtype})")
+        return None
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -172,7 +192,8 @@ class DecoderModel:
         B, S = input_ids.shape
         H, Hkv, D, G = s.num_heads, s.num_kv_heads, s.head_dim, s.num_heads // s.num_kv_heads
         rows = torch.arange(B, device=self.device)
-        attn = [self._attention_inputs(g, positions, G) for g in groups]
+        kernel = self.decode_attention if S == 1 else None
+        attn = [self._attention_inputs(g, positions, G, kernel is None) for g in groups]
         cos, sin = self._rope_tables(positions)  # [B, S, H + 2 Hkv, D] each
 
         x = F.embedding(input_ids, self.embed)  # [B, S, E]
@@ -183,6 +204,8 @@ class DecoderModel:
             swapped = qkv.view(B, S, H + 2 * Hkv, 2, D // 2).flip(-2).view(B, S, H + 2 * Hkv, D)
             qkv = torch.addcmul(qkv * cos, swapped, sin)
             outs = []
+            if kernel is not None:  # every group writes its rows of one output
+                o = torch.empty(B, Hkv, G, D, device=self.device, dtype=self.dtype)
             for g, (span, mask, write_at) in zip(groups, attn, strict=True):
                 kv = g.cache[i]  # [n, 2 Hkv, T', D]
                 kv.view(-1, D).index_copy_(0, write_at, qkv[span, :, H:].reshape(-1, D))  # keys, values
@@ -191,10 +214,14 @@ class DecoderModel:
                     q = qkv[span, 0, :H].view(n, Hkv, G, D)  # query heads grouped by their KV head
                 else:  # [n, S, H, D] -> [n, Hkv, G * S, D]
                     q = qkv[span, :, :H].transpose(1, 2).reshape(n, Hkv, G * S, D)
+                if kernel is not None:  # `mask` is each row's visible length
+                    kernel(q, kv, mask, o[span], self.scale)
+                    continue
                 outs.append(F.scaled_dot_product_attention(
                     q, kv[:, :Hkv, : g.kv_len], kv[:, Hkv:, : g.kv_len], attn_mask=mask, scale=self.scale
                 ))  # [n, Hkv, G * S, D]
-            o = outs[0] if len(outs) == 1 else torch.cat(outs)  # [B, Hkv, G * S, D]
+            if kernel is None:
+                o = outs[0] if len(outs) == 1 else torch.cat(outs)  # [B, Hkv, G * S, D]
             if S == 1:
                 o = o.view(B, 1, H * D)
             else:
@@ -209,13 +236,17 @@ class DecoderModel:
         return self.lm_head(self._rms_norm(last, self.norm))  # [B, V], model dtype
 
     def _attention_inputs(
-        self, g: CacheGroup, positions: torch.Tensor, G: int
+        self, g: CacheGroup, positions: torch.Tensor, G: int, masked: bool = True
     ) -> tuple[slice, torch.Tensor, torch.Tensor]:
-        """For one group: its rows, its additive mask, and where its new keys/values go."""
+        """For one group: its rows, its additive mask (or, for the decode kernel, each
+        row's visible length: a decode query sees positions [0, its own]), and where its
+        new keys/values go."""
         n, capacity = g.cache.shape[1], g.cache.shape[3]
         span = slice(g.start, g.start + n)
         pos = positions[span]  # [n, S]
         S = pos.shape[1]
+        if not masked:
+            return span, (pos[:, 0] + 1).contiguous(), self._write_index(pos, n, capacity)
         # A key is visible to a query iff it is at or before the query's position; this
         # also hides other rows' padding and stale cache contents beyond a row's length.
         key_pos = torch.arange(g.kv_len, device=self.device)
@@ -227,14 +258,16 @@ class DecoderModel:
             mask = mask[:, None]  # [n, 1, 1, T], broadcast over the G query heads per KV head
         else:
             mask = mask[:, None, None].expand(n, 1, G, S, g.kv_len).reshape(n, 1, G * S, g.kv_len)
+        return span, mask, self._write_index(pos, n, capacity)
+
+    def _write_index(self, pos: torch.Tensor, n: int, capacity: int) -> torch.Tensor:
         # Where each new key/value row goes in one layer's cache seen as [n 2Hkv T', D]:
         # [b, s, h] -> (b 2Hkv + h) T' + pos[b, s]. One index_copy_ on that flat view per
         # layer; advanced-index assignment (cache[rows, :, positions] = ...) takes a generic
         # path that costs a sizeable share of a decode step at large batches.
         heads = 2 * self.shape.num_kv_heads
         base = torch.arange(n, device=self.device)[:, None] * heads + torch.arange(heads, device=self.device)
-        write_at = (base[:, None, :] * capacity + pos[:, :, None]).reshape(-1)  # [n S 2Hkv]
-        return span, mask, write_at
+        return (base[:, None, :] * capacity + pos[:, :, None]).reshape(-1)  # [n S 2Hkv]
 
     def _rope_tables(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         B, S = positions.shape

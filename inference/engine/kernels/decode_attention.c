@@ -1,0 +1,181 @@
+/* Decode attention: one query token per row, grouped-query heads, over a KV cache whose
+ * visible positions are a prefix [0, len_b) of each row.
+ *
+ * Why our own: torch's CPU attention (SDPA's flash kernel, or bmm + softmax) solves each
+ * (row, KV head) pair as a separate small GEMM, and at decode shapes (3 queries x ~100
+ * keys x 64 dims) the per-call set-up costs several times the work, so the cache is read
+ * at a small fraction of the memory bandwidth. Here each pair is two passes over its keys
+ * and values, read once for all G query heads, in fp32 registers.
+ *
+ * Layouts (element strides given by the caller, innermost dimension contiguous):
+ *   q   [B, Hkv, G, D]   row stride q_sb, KV-head stride q_sh; a KV head's G query heads
+ *                        are one contiguous G*D block
+ *   kv  [B, 2 Hkv, T, D] keys in heads 0..Hkv-1, values in Hkv..2Hkv-1 (one layer's cache)
+ *   out [B, Hkv, G, D]   contiguous
+ * Masked positions are never read, so a cache position that was never written (or holds
+ * another row's stale data) cannot reach the result.
+ *
+ * Built at run time for this CPU (-O3 -march=native -ffast-math) by kernels/build.py: fast-math lets the loops
+ * over D vectorise as reductions and expf use glibc's vector math; no input here is
+ * infinite or NaN (scores are finite, exponents are <= 0 after the max is subtracted).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+#include <immintrin.h>
+#define HAVE_AVX512_BF16 1
+#endif
+
+static inline float bf16_to_f32(uint16_t x) {
+    uint32_t u = (uint32_t)x << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline uint16_t f32_to_bf16(float f) {  /* round to nearest even */
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7FFFu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+#define MAX_G 16
+#define MAX_D 256
+
+/* One (row, KV head): G queries q (fp32, [G][D]) against n keys/values; out fp32 [G][D].
+ * `scores` has room for G * n floats. ELEM is the cache's element type. */
+#define DEFINE_HEAD(NAME, ELEM, LOAD)                                                       \
+static inline __attribute__((always_inline)) void NAME(const float *restrict q, const ELEM *restrict k, const ELEM *restrict v,  \
+                 long n, long t_stride, int G, int D, float scale, float *restrict scores,  \
+                 float *restrict out) {                                                     \
+    float row[MAX_D];                                                                       \
+    for (long t = 0; t < n; t++) {                                                          \
+        const ELEM *kt = k + t * t_stride;                                                  \
+        for (int d = 0; d < D; d++) row[d] = LOAD(kt[d]);                                   \
+        for (int g = 0; g < G; g++) {                                                       \
+            const float *qg = q + g * D;                                                    \
+            float acc = 0.f;                                                                \
+            for (int d = 0; d < D; d++) acc += qg[d] * row[d];                              \
+            scores[g * n + t] = acc * scale;                                                \
+        }                                                                                   \
+    }                                                                                       \
+    for (int g = 0; g < G; g++) {                                                           \
+        float *s = scores + g * n;                                                          \
+        float m = s[0];                                                                     \
+        for (long t = 1; t < n; t++) m = s[t] > m ? s[t] : m;                               \
+        float sum = 0.f;                                                                    \
+        for (long t = 0; t < n; t++) { s[t] = expf(s[t] - m); sum += s[t]; }                \
+        float inv = 1.f / sum;                                                              \
+        for (long t = 0; t < n; t++) s[t] *= inv;                                           \
+        memset(out + g * D, 0, sizeof(float) * D);                                          \
+    }                                                                                       \
+    for (long t = 0; t < n; t++) {                                                          \
+        const ELEM *vt = v + t * t_stride;                                                  \
+        for (int d = 0; d < D; d++) row[d] = LOAD(vt[d]);                                   \
+        for (int g = 0; g < G; g++) {                                                       \
+            float p = scores[g * n + t];                                                    \
+            float *og = out + g * D;                                                        \
+            for (int d = 0; d < D; d++) og[d] += p * row[d];                                \
+        }                                                                                   \
+    }                                                                                       \
+}
+
+#define LOAD_BF16(x) bf16_to_f32(x)
+#define LOAD_F32(x) (x)
+DEFINE_HEAD(head_bf16, uint16_t, LOAD_BF16)
+DEFINE_HEAD(head_f32, float, LOAD_F32)
+
+
+#ifdef HAVE_AVX512_BF16
+/* The bf16 cache on a CPU with AVX512-BF16, D = 64: a key's 64 products with a query
+ * are two vdpbf16ps (bf16 pairs summed into fp32); a value row is widened to fp32 once
+ * and added into the G outputs. qb: the G queries in bf16 (as stored), [G][64]. */
+static void head_bf16_avx512(const uint16_t *restrict qb, const uint16_t *restrict k,
+                             const uint16_t *restrict v, long n, long t_stride, int G,
+                             float scale, float *restrict scores, float *restrict out) {
+    __m512bh ql[MAX_G], qh[MAX_G];
+    for (int g = 0; g < G; g++) {
+        ql[g] = (__m512bh)_mm512_loadu_si512(qb + g * 64);
+        qh[g] = (__m512bh)_mm512_loadu_si512(qb + g * 64 + 32);
+    }
+    for (long t = 0; t < n; t++) {
+        const uint16_t *kt = k + t * t_stride;
+        __m512bh kl = (__m512bh)_mm512_loadu_si512(kt), kh = (__m512bh)_mm512_loadu_si512(kt + 32);
+        for (int g = 0; g < G; g++) {
+            __m512 acc = _mm512_dpbf16_ps(_mm512_setzero_ps(), ql[g], kl);
+            acc = _mm512_dpbf16_ps(acc, qh[g], kh);
+            scores[g * n + t] = _mm512_reduce_add_ps(acc) * scale;
+        }
+    }
+    for (int g = 0; g < G; g++) {
+        float *s = scores + g * n;
+        float m = s[0];
+        for (long t = 1; t < n; t++) m = s[t] > m ? s[t] : m;
+        float sum = 0.f;
+        for (long t = 0; t < n; t++) { s[t] = expf(s[t] - m); sum += s[t]; }
+        float inv = 1.f / sum;
+        for (long t = 0; t < n; t++) s[t] *= inv;
+    }
+    __m512 o[MAX_G][4];
+    for (int g = 0; g < G; g++)
+        for (int j = 0; j < 4; j++) o[g][j] = _mm512_setzero_ps();
+    for (long t = 0; t < n; t++) {
+        const uint16_t *vt = v + t * t_stride;
+        __m512 vr[4];
+        for (int j = 0; j < 4; j++)
+            vr[j] = _mm512_castsi512_ps(_mm512_slli_epi32(
+                _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(vt + 16 * j))), 16));
+        for (int g = 0; g < G; g++) {
+            __m512 p = _mm512_set1_ps(scores[g * n + t]);
+            for (int j = 0; j < 4; j++) o[g][j] = _mm512_fmadd_ps(p, vr[j], o[g][j]);
+        }
+    }
+    for (int g = 0; g < G; g++)
+        for (int j = 0; j < 4; j++) _mm512_storeu_ps(out + g * 64 + 16 * j, o[g][j]);
+}
+#endif
+
+/* Rows [b0, b1) of a batch; row b attends to its positions [0, lens[b]), lens[b] >= 1.
+ * Returns 0, -1 when G or D exceed the kernel's buffers, -2 when out of memory. */
+#define DEFINE_ENTRY(NAME, ELEM, HEAD, LOADQ, STOREO, FAST, FASTHEAD)                                       \
+int NAME(const ELEM *q, long q_sb, long q_sh, const ELEM *kv, long kv_sb, long kv_sh,      \
+         long kv_st, const int64_t *lens, ELEM *out, int b0, int b1, int Hkv, int G, int D, \
+         float scale) {                                                                     \
+    if (G > MAX_G || D > MAX_D) return -1;                                                  \
+    long longest = 1;                                                                       \
+    for (int b = b0; b < b1; b++) longest = lens[b] > longest ? lens[b] : longest;          \
+    float *scratch = malloc(sizeof(float) * G * longest);                                   \
+    if (!scratch) return -2;                                                                \
+    float qf[MAX_G * MAX_D], of[MAX_G * MAX_D];                                             \
+    for (int b = b0; b < b1; b++) {                                                         \
+        long n = lens[b];                                                                   \
+        for (int h = 0; h < Hkv; h++) {                                                     \
+            const ELEM *qh = q + b * q_sb + h * q_sh;                                       \
+            for (int i = 0; i < G * D; i++) qf[i] = LOADQ(qh[i]);                           \
+            const ELEM *kh = kv + b * kv_sb + h * kv_sh, *vh = kv + b * kv_sb + (Hkv + h) * kv_sh; \
+            /* the common shape as constants, so the compiler unrolls the loops over D */  \
+            if (FAST(G, D)) FASTHEAD(qh, kh, vh, n, kv_st, G, scale, scratch, of);         \
+            else if (G == 3 && D == 64) HEAD(qf, kh, vh, n, kv_st, 3, 64, scale, scratch, of);   \
+            else HEAD(qf, kh, vh, n, kv_st, G, D, scale, scratch, of);                      \
+            ELEM *oh = out + ((long)b * Hkv + h) * G * D;                                   \
+            for (int i = 0; i < G * D; i++) oh[i] = STOREO(of[i]);                          \
+        }                                                                                   \
+    }                                                                                       \
+    free(scratch);                                                                          \
+    return 0;                                                                               \
+}
+
+#define STORE_BF16(x) f32_to_bf16(x)
+#define STORE_F32(x) (x)
+#define NEVER(G, D) 0
+#define NO_FASTHEAD(...) (void)0
+#ifdef HAVE_AVX512_BF16
+#define FAST_BF16(G, D) ((D) == 64 && (G) <= MAX_G)
+DEFINE_ENTRY(decode_attention_bf16, uint16_t, head_bf16, LOAD_BF16, STORE_BF16, FAST_BF16, head_bf16_avx512)
+#else
+DEFINE_ENTRY(decode_attention_bf16, uint16_t, head_bf16, LOAD_BF16, STORE_BF16, NEVER, NO_FASTHEAD)
+#endif
+DEFINE_ENTRY(decode_attention_f32, float, head_f32, LOAD_F32, STORE_F32, NEVER, NO_FASTHEAD)
