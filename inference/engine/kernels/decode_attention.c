@@ -45,15 +45,29 @@ static inline uint16_t f32_to_bf16(float f) {  /* round to nearest even */
 #define MAX_G 16
 #define MAX_D 256
 
+/* Each (row, KV head) reads two short runs (~100 rows of keys, then as many of values)
+ * and jumps elsewhere, too short for the hardware prefetcher to ramp up on: the keys are
+ * prefetched this many rows ahead, the values during the pass over the keys (so the
+ * second pass finds them in cache), and the next head's first keys during the second
+ * pass. Measured: the bf16 kernel at 64 rows took about half the time with them. A row
+ * past the end of the cache is never read, only prefetched, which cannot fault. */
+#define PREFETCH_ROWS 16
+
+static inline void prefetch_row(const void *p, long bytes) {
+    for (long off = 0; off < bytes; off += 64) __builtin_prefetch((const char *)p + off, 0, 3);
+}
+
 /* One (row, KV head): G queries q (fp32, [G][D]) against n keys/values; out fp32 [G][D].
  * `scores` has room for G * n floats. ELEM is the cache's element type. */
 #define DEFINE_HEAD(NAME, ELEM, LOAD)                                                       \
 static inline __attribute__((always_inline)) void NAME(const float *restrict q, const ELEM *restrict k, const ELEM *restrict v,  \
                  long n, long t_stride, int G, int D, float scale, float *restrict scores,  \
-                 float *restrict out) {                                                     \
+                 float *restrict out, const ELEM *next_k) {                                 \
     float row[MAX_D];                                                                       \
     for (long t = 0; t < n; t++) {                                                          \
         const ELEM *kt = k + t * t_stride;                                                  \
+        prefetch_row(kt + PREFETCH_ROWS * t_stride, D * sizeof(ELEM));                      \
+        prefetch_row(v + t * t_stride, D * sizeof(ELEM));                                   \
         for (int d = 0; d < D; d++) row[d] = LOAD(kt[d]);                                   \
         for (int g = 0; g < G; g++) {                                                       \
             const float *qg = q + g * D;                                                    \
@@ -74,6 +88,7 @@ static inline __attribute__((always_inline)) void NAME(const float *restrict q, 
     }                                                                                       \
     for (long t = 0; t < n; t++) {                                                          \
         const ELEM *vt = v + t * t_stride;                                                  \
+        if (t < PREFETCH_ROWS) prefetch_row(next_k + t * t_stride, D * sizeof(ELEM));       \
         for (int d = 0; d < D; d++) row[d] = LOAD(vt[d]);                                   \
         for (int g = 0; g < G; g++) {                                                       \
             float p = scores[g * n + t];                                                    \
@@ -95,7 +110,8 @@ DEFINE_HEAD(head_f32, float, LOAD_F32)
  * and added into the G outputs. qb: the G queries in bf16 (as stored), [G][64]. */
 static void head_bf16_avx512(const uint16_t *restrict qb, const uint16_t *restrict k,
                              const uint16_t *restrict v, long n, long t_stride, int G,
-                             float scale, float *restrict scores, float *restrict out) {
+                             float scale, float *restrict scores, float *restrict out,
+                             const uint16_t *next_k) {
     __m512bh ql[MAX_G], qh[MAX_G];
     for (int g = 0; g < G; g++) {
         ql[g] = (__m512bh)_mm512_loadu_si512(qb + g * 64);
@@ -103,6 +119,8 @@ static void head_bf16_avx512(const uint16_t *restrict qb, const uint16_t *restri
     }
     for (long t = 0; t < n; t++) {
         const uint16_t *kt = k + t * t_stride;
+        prefetch_row(kt + PREFETCH_ROWS * t_stride, 128);
+        prefetch_row(v + t * t_stride, 128);
         __m512bh kl = (__m512bh)_mm512_loadu_si512(kt), kh = (__m512bh)_mm512_loadu_si512(kt + 32);
         for (int g = 0; g < G; g++) {
             __m512 acc = _mm512_dpbf16_ps(_mm512_setzero_ps(), ql[g], kl);
@@ -124,6 +142,7 @@ static void head_bf16_avx512(const uint16_t *restrict qb, const uint16_t *restri
         for (int j = 0; j < 4; j++) o[g][j] = _mm512_setzero_ps();
     for (long t = 0; t < n; t++) {
         const uint16_t *vt = v + t * t_stride;
+        if (t < PREFETCH_ROWS) prefetch_row(next_k + t * t_stride, 128);
         __m512 vr[4];
         for (int j = 0; j < 4; j++)
             vr[j] = _mm512_castsi512_ps(_mm512_slli_epi32(
@@ -157,9 +176,10 @@ int NAME(const ELEM *q, long q_sb, long q_sh, const ELEM *kv, long kv_sb, long k
             for (int i = 0; i < G * D; i++) qf[i] = LOADQ(qh[i]);                           \
             const ELEM *kh = kv + b * kv_sb + h * kv_sh, *vh = kv + b * kv_sb + (Hkv + h) * kv_sh; \
             /* the common shape as constants, so the compiler unrolls the loops over D */  \
-            if (FAST(G, D)) FASTHEAD(qh, kh, vh, n, kv_st, G, scale, scratch, of);         \
-            else if (G == 3 && D == 64) HEAD(qf, kh, vh, n, kv_st, 3, 64, scale, scratch, of);   \
-            else HEAD(qf, kh, vh, n, kv_st, G, D, scale, scratch, of);                      \
+            const ELEM *next = h + 1 < Hkv ? kh + kv_sh : kv + (b + 1) * kv_sb;             \
+            if (FAST(G, D)) FASTHEAD(qh, kh, vh, n, kv_st, G, scale, scratch, of, next);   \
+            else if (G == 3 && D == 64) HEAD(qf, kh, vh, n, kv_st, 3, 64, scale, scratch, of, next); \
+            else HEAD(qf, kh, vh, n, kv_st, G, D, scale, scratch, of, next);                \
             ELEM *oh = out + ((long)b * Hkv + h) * G * D;                                   \
             for (int i = 0; i < G * D; i++) oh[i] = STOREO(of[i]);                          \
         }                                                                                   \
