@@ -58,6 +58,10 @@ def profile(step, model, batch: int, context: int, steps: int = 5) -> dict:
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
+    from inference.engine.kernels import decode_attention
+
+    decode_attention.PROFILE = True  # the kernel's calls get a name in the profile
+
     with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(steps):
             step()
@@ -73,6 +77,7 @@ def profile(step, model, batch: int, context: int, steps: int = 5) -> dict:
             parts["attention"] += own
         elif "index_copy" in name:
             parts["kv_write"] += own
+    decode_attention.PROFILE = False
     parts["other"] = max(0.0, total - sum(parts.values()))
     parts["profiled_total"] = total
     kv = kv_bytes_read(model, batch, context)

@@ -193,39 +193,25 @@ class DecoderModel:
         H, Hkv, D, G = s.num_heads, s.num_kv_heads, s.head_dim, s.num_heads // s.num_kv_heads
         rows = torch.arange(B, device=self.device)
         kernel = self.decode_attention if S == 1 else None
-        attn = [self._attention_inputs(g, positions, G, kernel is None) for g in groups]
-        cos, sin = self._rope_tables(positions)  # [B, S, H + 2 Hkv, D] each
+        if kernel is None:
+            attn = [self._attention_inputs(g, positions, G) for g in groups]
+            cos, sin = self._rope_tables(positions)  # [B, S, H + 2 Hkv, D] each
+        else:  # each group's positions; one output that every layer's kernel calls overwrite
+            pos = [positions[g.start : g.start + g.cache.shape[1], 0].contiguous() for g in groups]
+            out = torch.empty(B, Hkv, G, D, device=self.device, dtype=self.dtype)
 
         x = F.embedding(input_ids, self.embed)  # [B, S, E]
         for i, lw in enumerate(self.layers):
             h = self._rms_norm(x, lw.ln_attn)
-            qkv = lw.qkv(h).view(B, S, H + 2 * Hkv, D)
-            # RoPE on q and k: x cos + roll(x, D/2) sin', with the halves swapped by a flip.
-            swapped = qkv.view(B, S, H + 2 * Hkv, 2, D // 2).flip(-2).view(B, S, H + 2 * Hkv, D)
-            qkv = torch.addcmul(qkv * cos, swapped, sin)
-            outs = []
-            if kernel is not None:  # every group writes its rows of one output
-                o = torch.empty(B, Hkv, G, D, device=self.device, dtype=self.dtype)
-            for g, (span, mask, write_at) in zip(groups, attn, strict=True):
-                kv = g.cache[i]  # [n, 2 Hkv, T', D]
-                kv.view(-1, D).index_copy_(0, write_at, qkv[span, :, H:].reshape(-1, D))  # keys, values
-                n = kv.shape[0]
-                if S == 1:
-                    q = qkv[span, 0, :H].view(n, Hkv, G, D)  # query heads grouped by their KV head
-                else:  # [n, S, H, D] -> [n, Hkv, G * S, D]
-                    q = qkv[span, :, :H].transpose(1, 2).reshape(n, Hkv, G * S, D)
-                if kernel is not None:  # `mask` is each row's visible length
-                    kernel(q, kv, mask, o[span], self.scale)
-                    continue
-                outs.append(F.scaled_dot_product_attention(
-                    q, kv[:, :Hkv, : g.kv_len], kv[:, Hkv:, : g.kv_len], attn_mask=mask, scale=self.scale
-                ))  # [n, Hkv, G * S, D]
-            if kernel is None:
-                o = outs[0] if len(outs) == 1 else torch.cat(outs)  # [B, Hkv, G * S, D]
-            if S == 1:
-                o = o.view(B, 1, H * D)
+            qkv = lw.qkv(h)  # [B, S, (H + 2 Hkv) D]
+            if kernel is not None:  # RoPE, KV write and attention in one call per group
+                qkv = qkv.view(B, H + 2 * Hkv, D)
+                for g, p in zip(groups, pos, strict=True):
+                    span = slice(g.start, g.start + g.cache.shape[1])
+                    kernel(qkv[span], self.cos, self.sin_signed, p, g.cache[i], out[span], H, self.scale)
+                o = out.view(B, 1, H * D)
             else:
-                o = o.view(B, H, S, D).transpose(1, 2).reshape(B, S, H * D)
+                o = self._attend(i, qkv.view(B, S, H + 2 * Hkv, D), groups, attn, cos, sin)
             x = lw.o.add(o, x)  # x + o W_o^T  [B, S, E]
             h = self._rms_norm(x, lw.ln_mlp)
             x = lw.down.add(lw.gate_up.swiglu(h), x)  # x + (silu(h W_g^T) * h W_u^T) W_d^T
@@ -235,18 +221,42 @@ class DecoderModel:
         last = x[rows, logit_index]  # [B, E] (or [B, K, E]): only the positions whose logits are wanted
         return self.lm_head(self._rms_norm(last, self.norm))  # [B, V], model dtype
 
+    def _attend(self, i: int, qkv: torch.Tensor, groups: list[CacheGroup],
+                attn: list[tuple[slice, torch.Tensor, torch.Tensor]], cos: torch.Tensor,
+                sin: torch.Tensor) -> torch.Tensor:
+        """Layer i's attention on torch's ops (prefill, or decode without the kernel):
+        RoPE, the KV write and SDPA for each group. qkv [B, S, H + 2 Hkv, D] -> [B, S, H D]."""
+        s = self.shape
+        B, S = qkv.shape[:2]
+        H, Hkv, D, G = s.num_heads, s.num_kv_heads, s.head_dim, s.num_heads // s.num_kv_heads
+        # RoPE on q and k: x cos + roll(x, D/2) sin', with the halves swapped by a flip.
+        swapped = qkv.view(B, S, H + 2 * Hkv, 2, D // 2).flip(-2).view(B, S, H + 2 * Hkv, D)
+        qkv = torch.addcmul(qkv * cos, swapped, sin)
+        outs = []
+        for g, (span, mask, write_at) in zip(groups, attn, strict=True):
+            kv = g.cache[i]  # [n, 2 Hkv, T', D]
+            kv.view(-1, D).index_copy_(0, write_at, qkv[span, :, H:].reshape(-1, D))  # keys, values
+            n = kv.shape[0]
+            if S == 1:
+                q = qkv[span, 0, :H].view(n, Hkv, G, D)  # query heads grouped by their KV head
+            else:  # [n, S, H, D] -> [n, Hkv, G * S, D]
+                q = qkv[span, :, :H].transpose(1, 2).reshape(n, Hkv, G * S, D)
+            outs.append(F.scaled_dot_product_attention(
+                q, kv[:, :Hkv, : g.kv_len], kv[:, Hkv:, : g.kv_len], attn_mask=mask, scale=self.scale
+            ))  # [n, Hkv, G * S, D]
+        o = outs[0] if len(outs) == 1 else torch.cat(outs)  # [B, Hkv, G * S, D]
+        if S == 1:
+            return o.view(B, 1, H * D)
+        return o.view(B, H, S, D).transpose(1, 2).reshape(B, S, H * D)
+
     def _attention_inputs(
-        self, g: CacheGroup, positions: torch.Tensor, G: int, masked: bool = True
+        self, g: CacheGroup, positions: torch.Tensor, G: int
     ) -> tuple[slice, torch.Tensor, torch.Tensor]:
-        """For one group: its rows, its additive mask (or, for the decode kernel, each
-        row's visible length: a decode query sees positions [0, its own]), and where its
-        new keys/values go."""
+        """For one group: its rows, its additive mask, and where its new keys/values go."""
         n, capacity = g.cache.shape[1], g.cache.shape[3]
         span = slice(g.start, g.start + n)
         pos = positions[span]  # [n, S]
         S = pos.shape[1]
-        if not masked:
-            return span, (pos[:, 0] + 1).contiguous(), self._write_index(pos, n, capacity)
         # A key is visible to a query iff it is at or before the query's position; this
         # also hides other rows' padding and stale cache contents beyond a row's length.
         key_pos = torch.arange(g.kv_len, device=self.device)

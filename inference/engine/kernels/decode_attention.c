@@ -1,23 +1,22 @@
-/* Decode attention: one query token per row, grouped-query heads, over a KV cache whose
- * visible positions are a prefix [0, len_b) of each row.
+/* Decode attention: one new token per row, grouped-query heads, over a KV cache whose
+ * visible positions are a prefix [0, position] of each row; with the RoPE of that token's
+ * q and k and the write of its k and v into the cache, which the same call does.
  *
  * Why our own: torch's CPU attention (SDPA's flash kernel, or bmm + softmax) solves each
  * (row, KV head) pair as a separate small GEMM, and at decode shapes (3 queries x ~100
  * keys x 64 dims) the per-call set-up costs several times the work, so the cache is read
  * at a small fraction of the memory bandwidth. Here each pair is two passes over its keys
- * and values, read once for all G query heads, in fp32 registers.
+ * and values, read once for all G query heads, in fp32 registers. RoPE and the cache
+ * write come along because, as separate torch ops, they were a few more dispatches per
+ * layer, a visible share of a one-row step.
  *
- * Layouts (element strides given by the caller, innermost dimension contiguous):
- *   q   [B, Hkv, G, D]   row stride q_sb, KV-head stride q_sh; a KV head's G query heads
- *                        are one contiguous G*D block
- *   kv  [B, 2 Hkv, T, D] keys in heads 0..Hkv-1, values in Hkv..2Hkv-1 (one layer's cache)
- *   out [B, Hkv, G, D]   contiguous
- * Masked positions are never read, so a cache position that was never written (or holds
- * another row's stale data) cannot reach the result.
+ * Positions past a row's own are never read, so a cache position that was never written
+ * (or holds another row's stale data) cannot reach the result.
  *
- * Built at run time for this CPU (-O3 -march=native -ffast-math) by kernels/build.py: fast-math lets the loops
- * over D vectorise as reductions and expf use glibc's vector math; no input here is
- * infinite or NaN (scores are finite, exponents are <= 0 after the max is subtracted).
+ * Built at run time for this CPU (-O3 -march=native -ffast-math) by kernels/build.py:
+ * fast-math lets the loops over D vectorise as reductions and expf use glibc's vector
+ * math; no input here is infinite or NaN (scores are finite, exponents are <= 0 after the
+ * max is subtracted).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -157,27 +156,59 @@ static void head_bf16_avx512(const uint16_t *restrict qb, const uint16_t *restri
 }
 #endif
 
-/* Rows [b0, b1) of a batch; row b attends to its positions [0, lens[b]), lens[b] >= 1.
- * Returns 0, -1 when G or D exceed the kernel's buffers, -2 when out of memory. */
-#define DEFINE_ENTRY(NAME, ELEM, HEAD, LOADQ, STOREO, FAST, FASTHEAD)                                       \
-int NAME(const ELEM *q, long q_sb, long q_sh, const ELEM *kv, long kv_sb, long kv_sh,      \
-         long kv_st, const int64_t *lens, ELEM *out, int b0, int b1, int Hkv, int G, int D, \
-         float scale) {                                                                     \
-    if (G > MAX_G || D > MAX_D) return -1;                                                  \
+/* RoPE on one head in place: x cos + swap_halves(x) sin', with sin' the sine with its
+ * first half negated (the model's tables). Rounded as torch rounds it in the model
+ * dtype: the product x cos first, then the sum (ROUND is the identity for fp32). */
+#define DEFINE_ROPE(NAME, ELEM, LOAD, ROUND)                                                \
+static inline void NAME(ELEM *x, const ELEM *c, const ELEM *s, int D) {                    \
+    int half = D / 2;                                                                       \
+    for (int d = 0; d < half; d++) {                                                        \
+        float a = LOAD(x[d]), b = LOAD(x[d + half]);                                        \
+        float ta = ROUND(a * LOAD(c[d])), tb = ROUND(b * LOAD(c[d + half]));                \
+        x[d] = ROUND_STORE(ta + b * LOAD(s[d]));                                            \
+        x[d + half] = ROUND_STORE(tb + a * LOAD(s[d + half]));                              \
+    }                                                                                       \
+}
+
+/* One layer's decode attention for rows [b0, b1) of a batch, one new token per row:
+ * RoPE on the row's q and k heads (in place in qkv), its k and v written into the cache
+ * at the row's position, then its queries attend to positions [0, position].
+ *   qkv [B, H + 2 Hkv, D] contiguous (q heads, k heads, v heads, as the qkv matmul gives)
+ *   cos, sin [P, D] the model's RoPE tables; pos [B] each row's position
+ *   kv  [B, 2 Hkv, T, D] one layer's cache, element strides kv_sb, kv_sh, kv_st
+ *   out [B, Hkv, G, D] contiguous
+ * Returns 0; -1 when G or D exceed the kernel's buffers; -2 out of memory; -3 a position
+ * outside the cache or the tables (nothing is written for that row or after it). */
+#define DEFINE_ENTRY(NAME, ELEM, HEAD, LOADQ, STOREO, ROPE, FAST, FASTHEAD)                 \
+int NAME(ELEM *qkv, const ELEM *cos, const ELEM *sin, long P, const int64_t *pos,          \
+         ELEM *kv, long kv_sb, long kv_sh, long kv_st, long T, ELEM *out, int b0, int b1,  \
+         int H, int Hkv, int D, float scale) {                                              \
+    int G = H / Hkv;                                                                        \
+    if (G > MAX_G || D > MAX_D || G * Hkv != H || D % 2) return -1;                         \
     long longest = 1;                                                                       \
-    for (int b = b0; b < b1; b++) longest = lens[b] > longest ? lens[b] : longest;          \
+    for (int b = b0; b < b1; b++) {                                                         \
+        if (pos[b] < 0 || pos[b] >= T || pos[b] >= P) return -3;                            \
+        longest = pos[b] + 1 > longest ? pos[b] + 1 : longest;                              \
+    }                                                                                       \
     float *scratch = malloc(sizeof(float) * G * longest);                                   \
     if (!scratch) return -2;                                                                \
     float qf[MAX_G * MAX_D], of[MAX_G * MAX_D];                                             \
+    long row = (long)(H + 2 * Hkv) * D;                                                     \
     for (int b = b0; b < b1; b++) {                                                         \
-        long n = lens[b];                                                                   \
+        long p = pos[b], n = p + 1;                                                         \
+        ELEM *x = qkv + b * row;                                                            \
+        const ELEM *c = cos + p * D, *s = sin + p * D;                                      \
+        for (int h = 0; h < H + Hkv; h++) ROPE(x + (long)h * D, c, s, D);                   \
+        for (int h = 0; h < 2 * Hkv; h++)                                                   \
+            memcpy(kv + b * kv_sb + h * kv_sh + p * kv_st, x + (long)(H + h) * D,           \
+                   sizeof(ELEM) * D);                                                       \
         for (int h = 0; h < Hkv; h++) {                                                     \
-            const ELEM *qh = q + b * q_sb + h * q_sh;                                       \
+            const ELEM *qh = x + (long)h * G * D;                                           \
             for (int i = 0; i < G * D; i++) qf[i] = LOADQ(qh[i]);                           \
             const ELEM *kh = kv + b * kv_sb + h * kv_sh, *vh = kv + b * kv_sb + (Hkv + h) * kv_sh; \
-            /* the common shape as constants, so the compiler unrolls the loops over D */  \
             const ELEM *next = h + 1 < Hkv ? kh + kv_sh : kv + (b + 1) * kv_sb;             \
             if (FAST(G, D)) FASTHEAD(qh, kh, vh, n, kv_st, G, scale, scratch, of, next);   \
+            /* the common shape as constants, so the compiler unrolls the loops over D */  \
             else if (G == 3 && D == 64) HEAD(qf, kh, vh, n, kv_st, 3, 64, scale, scratch, of, next); \
             else HEAD(qf, kh, vh, n, kv_st, G, D, scale, scratch, of, next);                \
             ELEM *oh = out + ((long)b * Hkv + h) * G * D;                                   \
@@ -190,12 +221,20 @@ int NAME(const ELEM *q, long q_sb, long q_sh, const ELEM *kv, long kv_sb, long k
 
 #define STORE_BF16(x) f32_to_bf16(x)
 #define STORE_F32(x) (x)
+#define ROUND_BF16(x) bf16_to_f32(f32_to_bf16(x))
+#define ROUND_F32(x) (x)
+#define ROUND_STORE STORE_BF16
+DEFINE_ROPE(rope_bf16, uint16_t, LOAD_BF16, ROUND_BF16)
+#undef ROUND_STORE
+#define ROUND_STORE STORE_F32
+DEFINE_ROPE(rope_f32, float, LOAD_F32, ROUND_F32)
+#undef ROUND_STORE
 #define NEVER(G, D) 0
 #define NO_FASTHEAD(...) (void)0
 #ifdef HAVE_AVX512_BF16
 #define FAST_BF16(G, D) ((D) == 64 && (G) <= MAX_G)
-DEFINE_ENTRY(decode_attention_bf16, uint16_t, head_bf16, LOAD_BF16, STORE_BF16, FAST_BF16, head_bf16_avx512)
+DEFINE_ENTRY(decode_layer_bf16, uint16_t, head_bf16, LOAD_BF16, STORE_BF16, rope_bf16, FAST_BF16, head_bf16_avx512)
 #else
-DEFINE_ENTRY(decode_attention_bf16, uint16_t, head_bf16, LOAD_BF16, STORE_BF16, NEVER, NO_FASTHEAD)
+DEFINE_ENTRY(decode_layer_bf16, uint16_t, head_bf16, LOAD_BF16, STORE_BF16, rope_bf16, NEVER, NO_FASTHEAD)
 #endif
-DEFINE_ENTRY(decode_attention_f32, float, head_f32, LOAD_F32, STORE_F32, NEVER, NO_FASTHEAD)
+DEFINE_ENTRY(decode_layer_f32, float, head_f32, LOAD_F32, STORE_F32, rope_f32, NEVER, NO_FASTHEAD)

@@ -2,7 +2,8 @@
 
 `load()` builds the kernel for this CPU (kernels/build.py) and returns a
 DecodeAttention, or None with the reason logged; the model then keeps torch's SDPA.
-Only the decode forward (one new token per row) uses it, for bf16 and fp32 caches.
+Only the decode forward (one new token per row) uses it, for bf16 and fp32 caches: per
+layer, one call does the new token's RoPE, its KV write and its attention.
 """
 
 from __future__ import annotations
@@ -20,12 +21,17 @@ from .build import KernelUnavailable, build
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("decode_attention.c")
-DTYPES = {torch.bfloat16: "decode_attention_bf16", torch.float32: "decode_attention_f32"}
+DTYPES = {torch.bfloat16: "decode_layer_bf16", torch.float32: "decode_layer_f32"}
 # Rows per thread below which splitting a call across threads costs more than it saves.
 MIN_ROWS_PER_THREAD = 4
+# True: each call shows in a torch profile as "decode_attention" (benchmarks.engine.step
+# sets it). Off by default: the profiler's range costs microseconds per call, a visible
+# share of a one-row decode step.
+PROFILE = False
 
 _P, _L, _I = ctypes.c_void_p, ctypes.c_long, ctypes.c_int
-_ARGTYPES = [_P, _L, _L, _P, _L, _L, _L, _P, _P, _I, _I, _I, _I, _I, ctypes.c_float]
+_ARGTYPES = [_P, _P, _P, _L, _P, _P, _L, _L, _L, _L, _P, _I, _I, _I, _I, _I, ctypes.c_float]
+_ERRORS = {-1: "head count or size beyond the kernel's", -2: "out of memory", -3: "a position outside the cache"}
 
 
 class DecodeAttention:
@@ -40,42 +46,52 @@ class DecodeAttention:
     def supports(self, dtype: torch.dtype, device: torch.device) -> bool:
         return device.type == "cpu" and dtype in self._fns
 
-    def __call__(self, q: torch.Tensor, kv: torch.Tensor, lens: torch.Tensor, out: torch.Tensor,
-                 scale: float) -> None:
-        """out[b] = softmax(q[b] K[b]^T scale) V[b] over positions [0, lens[b]).
+    def __call__(self, qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pos: torch.Tensor,
+                 kv: torch.Tensor, out: torch.Tensor, num_heads: int, scale: float) -> None:
+        """One layer's decode attention for n rows (one new token each), in place.
 
-        q [n, Hkv, G, D] (a KV head's G query heads one contiguous block), kv one layer's
-        cache [n, 2 Hkv, T, D] (keys, then values), lens [n] int64, out [n, Hkv, G, D]
-        contiguous, written in place. Releases the GIL while it runs (ctypes does), so
-        rows split across threads run in parallel."""
-        n, hkv, g, d = q.shape
-        if not (q.stride(3) == 1 and q.stride(2) == d and kv.stride(3) == 1 and out.is_contiguous()
-                and lens.dtype == torch.int64 and lens.is_contiguous() and kv.dtype == q.dtype == out.dtype):
+        qkv [n, H + 2 Hkv, D] contiguous: the qkv matmul's output (its q and k heads get
+        RoPE in place); cos, sin [P, D] the model's RoPE tables (sin with its first half
+        negated); pos [n] int64 each row's position; kv one layer's cache [n, 2 Hkv, T, D]
+        (keys, then values), where each row's new k and v are written at its position;
+        out [n, Hkv, G, D] contiguous: softmax(q K^T scale) V over positions [0, pos].
+        Releases the GIL while it runs (ctypes does), so rows split across threads run in
+        parallel."""
+        n, heads, d = qkv.shape
+        hkv = kv.shape[1] // 2
+        if not (qkv.is_contiguous() and kv.stride(3) == 1 and out.is_contiguous() and cos.is_contiguous()
+                and sin.is_contiguous() and cos.shape == sin.shape and cos.shape[1] == d == kv.shape[3]
+                and heads == num_heads + 2 * hkv and kv.shape[0] >= n and out.shape[0] == n
+                and out.numel() == n * num_heads * d and pos.dtype == torch.int64 and pos.is_contiguous()
+                and pos.shape == (n,) and qkv.dtype == kv.dtype == out.dtype == cos.dtype == sin.dtype):
             raise ValueError("decode attention: unsupported layout or dtype")
-        fn = self._fns[q.dtype]
-        args = (q.data_ptr(), q.stride(0), q.stride(1), kv.data_ptr(), kv.stride(0), kv.stride(1), kv.stride(2),
-                lens.data_ptr(), out.data_ptr())
-        with torch.profiler.record_function("decode_attention"):  # named in a torch profile
-            self._run(fn, args, n, hkv, g, d, scale)
+        fn = self._fns[qkv.dtype]
+        args = (qkv.data_ptr(), cos.data_ptr(), sin.data_ptr(), cos.shape[0], pos.data_ptr(), kv.data_ptr(),
+                kv.stride(0), kv.stride(1), kv.stride(2), kv.shape[2], out.data_ptr())
+        tail = (num_heads, hkv, d, scale)
+        if PROFILE:
+            with torch.profiler.record_function("decode_attention"):
+                self._run(fn, args, n, tail)
+        else:
+            self._run(fn, args, n, tail)
 
-    def _run(self, fn, args: tuple, n: int, hkv: int, g: int, d: int, scale: float) -> None:
+    def _run(self, fn, args: tuple, n: int, tail: tuple) -> None:
         threads = min(torch.get_num_threads(), n // MIN_ROWS_PER_THREAD)
         if threads <= 1:
-            self._check(fn(*args, 0, n, hkv, g, d, scale))
+            self._check(fn(*args, 0, n, *tail))
             return
         if self._pool is None or self._pool._max_workers < threads - 1:
             self._pool = ThreadPoolExecutor(max_workers=threads - 1, thread_name_prefix="decode-attention")
         bounds = [n * i // threads for i in range(threads + 1)]
-        futures = [self._pool.submit(fn, *args, bounds[i], bounds[i + 1], hkv, g, d, scale)
-                   for i in range(1, threads)]
-        self._check(fn(*args, bounds[0], bounds[1], hkv, g, d, scale))
+        futures = [self._pool.submit(fn, *args, bounds[i], bounds[i + 1], *tail) for i in range(1, threads)]
+        self._check(fn(*args, bounds[0], bounds[1], *tail))
         for f in futures:
             self._check(f.result())
 
     @staticmethod
     def _check(code: int) -> None:
         if code != 0:
-            raise RuntimeError(f"decode attention kernel failed ({'shape too large' if code == -1 else 'no memory'})")
+            raise RuntimeError(f"decode attention kernel failed: {_ERRORS.get(code, code)}")
 
 
 @functools.cache

@@ -26,62 +26,90 @@ def kernel():
     return k
 
 
-def reference(q, kv, lens, scale):
-    """softmax(q K^T scale) V per row over positions [0, len), in fp32."""
-    n, hkv, g, d = q.shape
+def rope_tables(positions: int, d: int, dtype):
+    inv = 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d))
+    freqs = torch.arange(positions).float()[:, None] * inv[None, :]
+    emb = torch.cat([freqs, freqs], dim=-1)
+    sin = emb.sin()
+    return emb.cos().to(dtype), torch.cat([-sin[:, : d // 2], sin[:, d // 2 :]], dim=-1).to(dtype)
+
+
+def reference(qkv, cos, sin, pos, kv, heads, scale):
+    """What DecoderModel does on torch's ops, one row at a time: RoPE on q and k (rounded
+    in the model dtype as torch rounds it), the KV write, attention over [0, pos] in fp32."""
+    n, _, d = qkv.shape
+    hkv = kv.shape[1] // 2
+    g = heads // hkv
     out = torch.empty(n, hkv, g, d)
     for b in range(n):
-        k = kv[b, :hkv, : lens[b]].float()  # [Hkv, t, D]
-        v = kv[b, hkv:, : lens[b]].float()
-        w = torch.softmax(q[b].float() @ k.transpose(1, 2) * scale, dim=-1)  # [Hkv, G, t]
-        out[b] = w @ v
+        p = int(pos[b])
+        x = qkv[b]  # [H + 2 Hkv, D]
+        swapped = x.view(-1, 2, d // 2).flip(-2).reshape(-1, d)
+        roped = torch.addcmul(x * cos[p], swapped, sin[p])
+        x = torch.cat([roped[: heads + hkv], x[heads + hkv :]])
+        kv[b, :, p] = x[heads:]
+        k, v = kv[b, :hkv, : p + 1].float(), kv[b, hkv:, : p + 1].float()
+        q = x[:heads].view(hkv, g, d).float()
+        out[b] = torch.softmax(q @ k.transpose(1, 2) * scale, dim=-1) @ v
     return out
+
+
+def inputs(n, hkv, g, d, capacity, dtype, seed):
+    torch.manual_seed(seed)
+    qkv = torch.randn(n, hkv * g + 2 * hkv, d).to(dtype)
+    kv = torch.randn(n, 2 * hkv, capacity, d).to(dtype)
+    cos, sin = rope_tables(capacity, d, dtype)
+    return qkv, kv, cos, sin
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("hkv, g, d", [(3, 3, 64), (2, 1, 64), (2, 4, 32), (1, 2, 128)])
-def test_kernel_equals_reference_and_never_reads_past_a_row(kernel, dtype, hkv, g, d):
-    torch.manual_seed(hkv * 100 + g * 10 + d)
+def test_kernel_equals_torch_and_never_reads_past_a_row(kernel, dtype, hkv, g, d):
     n, capacity = 7, 96
-    heads = hkv * g
-    qkv = torch.randn(n, 1, heads + 2 * hkv, d).to(dtype)  # as the forward lays q out
-    q = qkv[:, 0, :heads].view(n, hkv, g, d)
-    kv = torch.randn(n, 2 * hkv, capacity, d).to(dtype)
-    lens = torch.tensor([1, 2, 17, 50, 95, 96, 33])
-    for b in range(n):  # whatever lies beyond a row's length must not reach its output
-        kv[b, :, lens[b]:] = float("nan")
+    qkv, kv, cos, sin = inputs(n, hkv, g, d, capacity, dtype, seed=hkv * 100 + g * 10 + d)
+    pos = torch.tensor([0, 1, 16, 49, 94, 95, 32])
+    for b in range(n):  # whatever lies past a row's position must not reach its output
+        kv[b, :, pos[b] + 1 :] = float("nan")
+    expected_kv = kv.clone()
+    expected = reference(qkv.clone(), cos, sin, pos, expected_kv, hkv * g, d**-0.5)
     out = torch.empty(n, hkv, g, d, dtype=dtype)
-    kernel(q, kv, lens, out, d**-0.5)
-    expected = reference(q, kv, lens, d**-0.5)
+    kernel(qkv, cos, sin, pos, kv, out, hkv * g, d**-0.5)
     assert torch.isfinite(out).all()
     tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
     torch.testing.assert_close(out.float(), expected, rtol=tol, atol=tol)
+    # the new token's k (with RoPE) and v are in the cache at each row's position
+    for b in range(n):
+        torch.testing.assert_close(kv[b, :, pos[b]].float(), expected_kv[b, :, pos[b]].float(),
+                                   rtol=tol, atol=tol)
 
 
 def test_rows_split_across_threads_equal_one_thread(kernel):
-    torch.manual_seed(3)
     n, hkv, g, d = 24, 3, 3, 64
-    q = torch.randn(n, hkv, g, d).bfloat16()
-    kv = torch.randn(n, 2 * hkv, 64, d).bfloat16()
-    lens = torch.randint(1, 65, (n,))
-    outs = []
+    qkv, kv, cos, sin = inputs(n, hkv, g, d, 64, torch.bfloat16, seed=3)
+    pos = torch.randint(0, 64, (n,))
+    outs, caches = [], []
     before = torch.get_num_threads()
     try:
         for threads in (1, 3):
             torch.set_num_threads(threads)
-            out = torch.empty(n, hkv, g, d, dtype=torch.bfloat16)
-            kernel(q, kv, lens, out, 0.125)
+            out, cache = torch.empty(n, hkv, g, d, dtype=torch.bfloat16), kv.clone()
+            kernel(qkv.clone(), cos, sin, pos, cache, out, hkv * g, 0.125)
             outs.append(out)
+            caches.append(cache)
     finally:
         torch.set_num_threads(before)
-    assert torch.equal(outs[0], outs[1])
+    assert torch.equal(outs[0], outs[1]) and torch.equal(caches[0], caches[1])
 
 
-def test_kernel_refuses_a_layout_it_cannot_read(kernel):
-    q = torch.randn(2, 3, 64, 3).transpose(2, 3)  # D not innermost
-    kv = torch.randn(2, 6, 8, 64)
-    with pytest.raises(ValueError, match="layout"):
-        kernel(q, kv, torch.tensor([1, 2]), torch.empty(2, 3, 3, 64), 0.125)
+def test_kernel_refuses_what_it_cannot_read_or_write(kernel):
+    qkv, kv, cos, sin = inputs(2, 3, 3, 64, 8, torch.float32, seed=1)
+    out = torch.empty(2, 3, 3, 64)
+    with pytest.raises(ValueError, match="layout"):  # qkv not contiguous
+        kernel(qkv.transpose(0, 1).contiguous().transpose(0, 1), cos, sin, torch.tensor([1, 2]), kv, out, 9, 0.1)
+    before = kv.clone()
+    with pytest.raises(RuntimeError, match="outside the cache"):  # position 8 of an 8-position cache
+        kernel(qkv, cos, sin, torch.tensor([1, 8]), kv, out, 9, 0.1)
+    assert torch.equal(kv, before)  # nothing was written
 
 
 def test_without_a_compiler_the_kernel_is_unavailable(monkeypatch, tmp_path):
