@@ -4,9 +4,12 @@ The decode forward (DecoderModel.forward, one token per row) at given batch size
 cache lengths, on one pinned core with one thread (as the disaggregated decode worker
 runs it), for each precision asked for, interleaved (A, B, A, B, ...) so that a shared
 machine's noise falls on every variant alike. Reports per variant the median step time
-and, from a torch profile of a few steps, where it goes: the matmuls, attention (SDPA),
-the KV write and everything else; and attention's effective read rate (KV bytes the
-step's attention reads / its time) against the machine's single-thread read bandwidth.
+and, from a torch profile of a few steps, where it goes: the matmuls, attention (our
+decode kernel, which also does RoPE and the KV write, or SDPA), the KV write (SDPA's
+path) and everything else; attention's effective read rate (KV bytes the step's
+attention reads / its time); and the step's memory-bandwidth utilisation (MBU: weight
+and KV bytes it must read / its time / the machine's single-thread read bandwidth).
+`--attention auto,sdpa` compares our kernel with torch's.
 """
 
 from __future__ import annotations
@@ -47,6 +50,20 @@ def make_step(model, batch: int, context: int):
         return model.forward(ids, pos, group, zeros)
 
     return step
+
+
+def weight_bytes(model_dir: str, precision: str) -> int:
+    """The weight bytes one decode step streams: every layer's matmuls and the LM head
+    (the embedding is only indexed), at 2 bytes per bf16 weight, 1 per int8, 4 per fp32."""
+    import json
+    from pathlib import Path
+
+    cfg = json.loads((Path(model_dir) / "config.json").read_text())
+    e, f, layers, vocab = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"], cfg["vocab_size"]
+    d = cfg.get("head_dim") or e // cfg["num_attention_heads"]
+    heads, kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    per_layer = (heads + 2 * kv_heads) * d * e + e * heads * d + 3 * e * f
+    return (layers * per_layer + vocab * e) * {"bfloat16": 2, "int8": 1, "float32": 4}[precision]
 
 
 def kv_bytes_read(model, batch: int, context: int) -> int:
@@ -151,14 +168,17 @@ def main(argv: list[str]) -> None:
         med = statistics.median(times[(v, b)])
         parts = profile(fn, models[v], b, args.context)
         kernel = "ours" if models[v].decode_attention is not None else "sdpa"
-        rows.append([v[0], kernel, b, args.context, med, min(times[(v, b)]), b / med * 1e3, parts["matmul"],
+        moved = weight_bytes(args.model, v[0]) + parts["kv_mb"] * 1e6  # what the step must read
+        mbu = moved / (med / 1e3) / (bw * 1e9) * 100 if bw else None
+        rows.append([v[0], kernel, b, args.context, med, min(times[(v, b)]), b / med * 1e3, mbu, parts["matmul"],
                      parts["attention"], parts["kv_write"], parts["other"], parts["kv_mb"], parts["attention_gbs"]])
     peak = matmul_peak()
     print(measured_on(info) + f"; load average {load_average()}; read bandwidth {bw:.1f} GB/s (1 thread)")
     print("matmul peak, one core ([512, 576] x [576, 3072], best of 20): "
           + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peak.items()))
     print(f"decode forward, 1 thread on core {args.core}, {args.rounds} interleaved rounds; profile: 5 steps")
-    print(table(["precision", "attention", "batch", "context", "step p50 ms", "step min ms", "tok/s", "matmul ms",
+    print("MBU: the bytes a step must read (weights + KV) / its median time / the read bandwidth above")
+    print(table(["precision", "attention", "batch", "context", "step p50 ms", "step min ms", "tok/s", "MBU %", "matmul ms",
                  "attention ms", "KV write ms", "other ms", "KV read MB", "attention GB/s"], rows, digits=1))
 
 

@@ -53,24 +53,37 @@ class _CapacityClass:
         self.rows = 0
         self.idle_steps = 0
 
-    def add(self, seq: Sequence, kv: torch.Tensor, max_batch: int, expected: int = 1) -> None:
-        """Give `seq` a row holding `kv` [L, 2 Hkv, n, D] and zeros after it. `expected`:
-        how many sequences are about to arrive, so a burst of them (a whole batch
-        outgrowing the class below at about the same step) reallocates once, not log2 times."""
+    def add(self, seq: Sequence, kv: torch.Tensor | tuple[torch.Tensor, torch.Tensor], max_batch: int,
+            expected: int = 1) -> None:
+        """Give `seq` a row holding `kv`: [L, 2 Hkv, n, D], or its keys and values [L, Hkv,
+        n, D] each (from any device and dtype: the copy converts). `expected`: how many
+        sequences are about to arrive, so a burst of them (a whole batch outgrowing the
+        class below at about the same step) reallocates once, not log2 times."""
         n = len(self.seqs) + 1
         if n > self.rows:
             rows = min(
                 max_batch, 1 << (max(n, len(self.seqs) + expected, 2 * self.rows, 4) - 1).bit_length()
             )
             # Not zeroed: a fresh cache of 64 rows is hundreds of MB, and zeroing it all
-            # stalls the batch for tens of ms. Each row is written whole below instead.
+            # stalls the batch for tens of ms. Each row's KV is written below (and, where
+            # SDPA reads past it, the rest of the row zeroed).
             cache = self.model.new_kv(rows, self.capacity, zero=False)
             if self.seqs:
                 cache[:, : len(self.seqs)] = self.cache[:, : len(self.seqs)]
             self.cache, self.rows = cache, rows
-        row, length = n - 1, kv.shape[2]
-        self.cache[:, row, :, :length] = kv
-        self.cache[:, row, :, length:] = 0  # masked, but read: must be finite
+        row = n - 1
+        if isinstance(kv, tuple):  # keys and values straight into place, no joined copy
+            k, v = kv
+            length, hkv = k.shape[2], k.shape[1]
+            self.cache[:, row, :hkv, :length] = k
+            self.cache[:, row, hkv:, :length] = v
+        else:
+            length = kv.shape[2]
+            self.cache[:, row, :, :length] = kv
+        if self.model.decode_attention is None:
+            # SDPA reads masked positions too (with weight 0, and 0 * NaN = NaN): they must
+            # be finite. The decode kernel never reads past a row's position.
+            self.cache[:, row, :, length:] = 0
         self.seqs.append(seq)
         self.idle_steps = 0
 
@@ -114,9 +127,7 @@ class DecodeBatch:
         any device and dtype: a bf16 prefill tier's KV joins an int8 model's fp32 batch)."""
         if self.size >= self.max_batch:
             raise RuntimeError("no free decode slot")
-        c = self._class_for(seq.kv_len + 1)
-        kv_both = torch.cat([kv.k, kv.v], dim=1)  # [L, 2 Hkv, n, D]: keys, then values
-        c.add(seq, kv_both.to(device=self.model.device, dtype=self.model.dtype), self.max_batch)
+        self._class_for(seq.kv_len + 1).add(seq, (kv.k, kv.v), self.max_batch)
 
     def remove(self, slot: int) -> Sequence:
         """Free a slot; slots below it keep their place. The last one out frees every
