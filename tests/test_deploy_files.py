@@ -202,7 +202,7 @@ def test_model_workers_get_the_variables_their_engine_config_reads(name):
     env = environment(SERVICES[name])
     need = {"TANDEM_ROLE", "TANDEM_POOL", "TANDEM_DEVICE", "TANDEM_DTYPE", "TANDEM_THREADS",
             "TANDEM_CPU_AFFINITY", "TANDEM_KV_URL"}
-    need |= {"TANDEM_PREFILL_MAX_BATCH"} if name == "prefill-worker" else {"TANDEM_MAX_BATCH", "TANDEM_ATTENTION"}
+    need |= {"TANDEM_PREFILL_MAX_BATCH"} if name == "prefill-worker" else {"TANDEM_MAX_BATCH", "TANDEM_KERNELS"}
     assert need <= read and need <= set(env)
     # worker_config calls int() on these: an empty default would crash the worker at start.
     assert int(env.get("TANDEM_MAX_BATCH", "64")) > 0 and int(env.get("TANDEM_PREFILL_MAX_BATCH", "8")) > 0

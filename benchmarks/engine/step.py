@@ -9,7 +9,7 @@ decode kernel, which also does RoPE and the KV write, or SDPA), the KV write (SD
 path) and everything else; attention's effective read rate (KV bytes the step's
 attention reads / its time); and the step's memory-bandwidth utilisation (MBU: weight
 and KV bytes it must read / its time / the machine's single-thread read bandwidth).
-`--attention auto,sdpa` compares our kernel with torch's.
+`--kernels auto,torch` compares our kernels with torch's ops.
 """
 
 from __future__ import annotations
@@ -23,15 +23,15 @@ from ..machine import describe, load_average, machine_info, measured_on, memory_
 from ..paths import MODEL_DIR
 from ..report import say, table
 
-MATMUL_OPS = ("linear_dynamic", "_linear_pointwise", "aten::linear", "aten::addmm", "aten::mm")
+MATMUL_OPS = ("linear_dynamic", "_linear_pointwise", "aten::linear", "aten::addmm", "aten::mm", "row_linear")
 
 
-def build(model_dir: str, precision: str, max_context: int, attention: str = "auto"):
+def build(model_dir: str, precision: str, max_context: int, kernels: str = "auto"):
     from inference.engine.config import EngineConfig
     from inference.engine.loader import load_model
 
     return load_model(EngineConfig(model=model_dir, device="cpu", dtype=precision, max_context=max_context,
-                                   num_threads=1, attention=attention)).model
+                                   num_threads=1, kernels=kernels)).model
 
 
 def make_step(model, batch: int, context: int):
@@ -75,9 +75,9 @@ def profile(step, model, batch: int, context: int, steps: int = 5) -> dict:
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
-    from inference.engine.kernels import decode_attention
+    from inference.engine.kernels import calls
 
-    decode_attention.PROFILE = True  # the kernel's calls get a name in the profile
+    calls.PROFILE = True  # our kernels' calls get a name in the profile
 
     with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(steps):
@@ -94,7 +94,7 @@ def profile(step, model, batch: int, context: int, steps: int = 5) -> dict:
             parts["attention"] += own
         elif "index_copy" in name:
             parts["kv_write"] += own
-    decode_attention.PROFILE = False
+    calls.PROFILE = False
     parts["other"] = max(0.0, total - sum(parts.values()))
     parts["profiled_total"] = total
     kv = kv_bytes_read(model, batch, context)
@@ -134,8 +134,8 @@ def main(argv: list[str]) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks.engine.step", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default=str(MODEL_DIR))
     p.add_argument("--precisions", default="bfloat16,int8")
-    p.add_argument("--attention", default="auto",
-                   help="decode attention variants, comma-separated: auto (our kernel where it builds), sdpa")
+    p.add_argument("--kernels", default="auto",
+                   help="comma-separated: auto (our CPU kernels where they build), torch (torch's ops only)")
     p.add_argument("--batches", default="1,32,64")
     p.add_argument("--context", type=int, default=100, help="cached positions per row (default 100)")
     p.add_argument("--rounds", type=int, default=15, help="interleaved rounds (default 15)")
@@ -148,7 +148,7 @@ def main(argv: list[str]) -> None:
     info = machine_info()
     bw = memory_bandwidth_gbs()
     say(f"machine: {describe(info)}; load {load_average()}; read bandwidth {bw:.1f} GB/s (1 thread)")
-    variants = [(pr, at) for pr in args.precisions.split(",") if pr for at in args.attention.split(",") if at]
+    variants = [(pr, at) for pr in args.precisions.split(",") if pr for at in args.kernels.split(",") if at]
     batches = [int(x) for x in args.batches.split(",") if x]
     models = {v: build(args.model, *v[:1], max(512, args.context + 8), v[1]) for v in variants}
     steps = {(v, b): make_step(models[v], b, args.context) for v in variants for b in batches}
@@ -167,7 +167,7 @@ def main(argv: list[str]) -> None:
     for (v, b), fn in steps.items():
         med = statistics.median(times[(v, b)])
         parts = profile(fn, models[v], b, args.context)
-        kernel = "ours" if models[v].decode_attention is not None else "sdpa"
+        kernel = "ours" if models[v].decode_attention is not None else "torch"
         moved = weight_bytes(args.model, v[0]) + parts["kv_mb"] * 1e6  # what the step must read
         mbu = moved / (med / 1e3) / (bw * 1e9) * 100 if bw else None
         rows.append([v[0], kernel, b, args.context, med, min(times[(v, b)]), b / med * 1e3, mbu, parts["matmul"],
@@ -178,7 +178,7 @@ def main(argv: list[str]) -> None:
           + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peak.items()))
     print(f"decode forward, 1 thread on core {args.core}, {args.rounds} interleaved rounds; profile: 5 steps")
     print("MBU: the bytes a step must read (weights + KV) / its median time / the read bandwidth above")
-    print(table(["precision", "attention", "batch", "context", "step p50 ms", "step min ms", "tok/s", "MBU %", "matmul ms",
+    print(table(["precision", "kernels", "batch", "context", "step p50 ms", "step min ms", "tok/s", "MBU %", "matmul ms",
                  "attention ms", "KV write ms", "other ms", "KV read MB", "attention GB/s"], rows, digits=1))
 
 

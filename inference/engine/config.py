@@ -23,9 +23,10 @@ class EngineConfig:
     device: str = "auto"  # "auto" | "cpu" | "cuda" | "cuda:N"
     # "auto" | "bfloat16" | "float32" | "float16" | "int8" (int8 weights; see resolve_precision)
     dtype: str = "auto"
-    # The decode forward's attention: "auto" (our CPU kernel where it builds, else torch's
-    # SDPA), "kernel" (ours, or fail) or "sdpa". Prefill always runs SDPA.
-    attention: str = "auto"
+    # Our CPU kernels (inference/engine/kernels: decode attention, one-row bf16 matmuls):
+    # "auto" where they build, "ours" (fail where the decode attention kernel cannot run)
+    # or "torch" (torch's ops only).
+    kernels: str = "auto"
     # Torch intra-op threads; None = one per core this process may run on.
     num_threads: int | None = None
     # Core ids to pin this process to (os.sched_setaffinity), e.g. to keep a prefill and a
@@ -56,8 +57,8 @@ class EngineConfig:
             raise ValueError("kv_token_budget must be at least max_context")
         if self.dtype not in ("auto", *PRECISIONS):
             raise ValueError(f"unknown dtype {self.dtype!r}")
-        if self.attention not in ("auto", "kernel", "sdpa"):
-            raise ValueError(f"unknown attention {self.attention!r}")
+        if self.kernels not in ("auto", "ours", "torch"):
+            raise ValueError(f"unknown kernels {self.kernels!r}")
         if self.max_batch < 1 or self.prefill_max_batch < 1 or self.prefill_chunk < 1:
             raise ValueError("batch sizes and prefill_chunk must be positive")
 

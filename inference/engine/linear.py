@@ -18,6 +18,9 @@ Three kinds, chosen once per model (probed at run time, never assumed):
 The RMSNorm scale before a matmul is folded into its weight (W diag(ln), in fp32) for
 "packed" and "int8", which have given up bit-parity with HF anyway.
 
+A "packed" Linear given the one-row kernel (kernels/row_linear.py) keeps its weights
+row-major too and runs a single row (one decode stream) on that kernel instead.
+
 Shapes: x [..., K] -> y [..., N]; W [N, K]; halves: W = [W_gate; W_up], each [F, K].
 """
 
@@ -30,6 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from .cpu import cpu_has_vnni
+from .kernels.row_linear import RowLinear
 
 KINDS = ("plain", "packed", "int8")
 # FBGEMM's int8 GEMMs: per-call activation quantization, VNNI where the CPU has it.
@@ -37,15 +41,19 @@ INT8_ENGINE = "fbgemm"
 
 
 class Linear:
-    def __init__(self, kind: str, w, b: torch.Tensor | None, w_up=None, *, reduce_range: bool = False):
+    def __init__(self, kind: str, w, b: torch.Tensor | None, w_up=None, *, reduce_range: bool = False,
+                 row: tuple[RowLinear, torch.Tensor, torch.Tensor | None] | None = None):
         self.kind = kind
         self.w, self.b, self.w_up = w, b, w_up  # packed / prepacked objects for packed, int8
         self.reduce_range = reduce_range
+        self.row = row  # the one-row kernel and its row-major weights (gate, up for halves)
 
     @classmethod
     def build(cls, w: torch.Tensor, b: torch.Tensor | None = None, ln: torch.Tensor | None = None, *,
-              device: torch.device, dtype: torch.dtype, kind: str, halves: bool = False) -> Linear:
-        """`ln`: an RMSNorm scale to fold in, W diag(ln) (computed in fp32, then cast)."""
+              device: torch.device, dtype: torch.dtype, kind: str, halves: bool = False,
+              row_kernel: RowLinear | None = None) -> Linear:
+        """`ln`: an RMSNorm scale to fold in, W diag(ln) (computed in fp32, then cast).
+        `row_kernel`: for "packed", the kernel a single row runs on (where it fits W)."""
         w = w.detach().float()
         if ln is not None:
             w = w * ln.detach().float()[None, :]
@@ -55,12 +63,18 @@ class Linear:
             return cls(kind, _prepack_int8(w, bias), None, reduce_range=not cpu_has_vnni())
         b = None if b is None else b.detach().to(device=device, dtype=dtype)
         w = w.to(device=device, dtype=dtype).contiguous()
+        use_row = kind == "packed" and row_kernel is not None and row_kernel.fits(w)
         if kind == "packed" and halves:  # SwiGLU: gate and up as two packed matmuls with post-ops
-            gate, up = w.chunk(2, dim=0)
-            return cls(kind, _pack(gate.contiguous()), b, _pack(up.contiguous()))
-        return cls(kind, _pack(w) if kind == "packed" else w, b)
+            gate, up = (t.contiguous() for t in w.chunk(2, dim=0))
+            return cls(kind, _pack(gate), b, _pack(up), row=(row_kernel, gate, up) if use_row else None)
+        return cls(kind, _pack(w) if kind == "packed" else w, b, row=(row_kernel, w, None) if use_row else None)
+
+    def _one_row(self, x: torch.Tensor, halves: bool = False) -> bool:
+        return self.row is not None and (self.row[2] is not None) == halves and x.numel() == x.shape[-1]
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if self._one_row(x):
+            return self.row[0].linear(self.row[1], self.b, x)
         if self.kind == "int8":
             return torch.ops.quantized.linear_dynamic(x, self.w, self.reduce_range)
         if self.kind == "packed":
@@ -69,6 +83,8 @@ class Linear:
 
     def add(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
         """residual + x W^T (+ b)."""
+        if self._one_row(x):
+            return self.row[0].linear(self.row[1], self.b, x, residual)
         if self.kind == "packed":
             return torch.ops.mkldnn._linear_pointwise.binary(x, residual, self.w, self.b, "add")
         if self.kind == "int8":
@@ -77,6 +93,8 @@ class Linear:
 
     def swiglu(self, x: torch.Tensor) -> torch.Tensor:
         """silu(x W_gate^T) * x W_up^T."""
+        if self._one_row(x, halves=True):
+            return self.row[0].swiglu(self.row[1], self.row[2], x)
         if self.w_up is not None:
             gate = torch.ops.mkldnn._linear_pointwise(x, self.w, None, "swish", [], "")
             return torch.ops.mkldnn._linear_pointwise.binary(x, gate, self.w_up, None, "mul")

@@ -116,7 +116,7 @@ def load_model(config: EngineConfig) -> LoadedModel:
     hf_model.eval()
     tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
     model = DecoderModel(hf_model, device=device, dtype=dtype, max_context=config.max_context, weights=weights,
-                         attention=config.attention)
+                         kernels=config.kernels)
     del hf_model  # DecoderModel holds (fused copies of) every weight it needs
     return LoadedModel(
         model=model,

@@ -13,9 +13,10 @@ heads rotate by angle 0); keys and values stored as one cache tensor, written by
 index_put. The matmuls are linear.py's: on bf16 CPUs oneDNN-packed weights with the
 RMSNorm scale folded in and the residual add, SiLU and gating fused in; int8 weights
 through FBGEMM (fp32 activations). fp32 follows HF's numerics closely enough that greedy
-output matches token for token. A decode forward's attention (one new token per row) runs
-on kernels/decode_attention.c where it builds (attention="auto"), else on torch's SDPA, as
-prefill always does.
+output matches token for token. Where our CPU kernels build (kernels/, kernels="auto"), a
+decode forward's attention (one new token per row, with its RoPE and KV write) runs on
+decode_attention.c instead of torch's SDPA, which prefill always uses, and a one-row
+bf16 matmul on row_linear.c instead of oneDNN.
 
 Cache layout: [L, B, 2 Hkv, T, D], heads 0..Hkv-1 keys, Hkv..2Hkv-1 values.
 Shapes: B rows, S new tokens per row, T cache positions attended, L layers, H query heads,
@@ -31,10 +32,12 @@ from typing import Any, TypeVar
 import torch
 import torch.nn.functional as F
 
-from .kernels import decode_attention
+from .kernels import decode_attention, row_linear
 from .linear import Linear, choose_kind
 
-ATTENTION = ("auto", "kernel", "sdpa")
+# Our CPU kernels: "auto" where they build, "ours" (the decode attention kernel must build)
+# or "torch" (torch's own ops only).
+KERNELS = ("auto", "ours", "torch")
 
 R = TypeVar("R")
 
@@ -74,11 +77,9 @@ class LayerWeights:
 
 class DecoderModel:
     def __init__(self, hf_model: Any, *, device: torch.device, dtype: torch.dtype, max_context: int,
-                 weights: str = "native", attention: str = "auto"):
+                 weights: str = "native", kernels: str = "auto"):
         """`dtype`: activations, KV cache and (unless `weights` is "int8") weights; int8
-        weights take fp32 activations (see linear.py). `attention`: the decode forward's,
-        "kernel" (ours; an error where it cannot run), "sdpa" (torch's) or "auto" (ours
-        where it runs)."""
+        weights take fp32 activations (see linear.py). `kernels`: one of KERNELS."""
         cfg = hf_model.config
         self.device = torch.device(device)
         if weights == "int8" and dtype != torch.float32:
@@ -92,14 +93,17 @@ class DecoderModel:
             num_kv_heads=cfg.num_key_value_heads, head_dim=head_dim, vocab=cfg.vocab_size,
             rms_eps=cfg.rms_norm_eps,
         )
+        if kernels not in KERNELS:
+            raise ValueError(f"unknown kernels {kernels!r}")
         self.linear_kind = kind = choose_kind(self.device, dtype, weights)
+        row_kernel = row_linear.load() if kernels != "torch" and kind == "packed" else None
         # Folding the RMSNorm scale into the next matmul saves an op per norm; done only
         # where the kernel already gives up bit-parity with HF (bf16 CPU, int8).
         fold = kind != "plain"
         def mk(w: torch.Tensor, b: torch.Tensor | None = None, ln: torch.Tensor | None = None,
                halves: bool = False) -> Linear:
             return Linear.build(w, b, ln if fold else None, device=self.device, dtype=dtype, kind=kind,
-                                halves=halves)
+                                halves=halves, row_kernel=row_kernel)
 
         inner = hf_model.model
         self.layers: list[LayerWeights] = []
@@ -136,17 +140,16 @@ class DecoderModel:
         self._rope_id = (torch.ones(n_v, head_dim, device=self.device, dtype=dtype),
                          torch.zeros(n_v, head_dim, device=self.device, dtype=dtype))  # v: angle 0
         self._n_qk = n_qk
-        self.decode_attention = self._choose_attention(attention)
+        self.decode_attention = self._choose_attention(kernels)
+        self.row_kernel = row_kernel
 
-    def _choose_attention(self, attention: str) -> decode_attention.DecodeAttention | None:
-        if attention not in ATTENTION:
-            raise ValueError(f"unknown attention {attention!r}")
-        if attention == "sdpa":
+    def _choose_attention(self, kernels: str) -> decode_attention.DecodeAttention | None:
+        if kernels == "torch":
             return None
         kernel = decode_attention.load() if self.device.type == "cpu" else None
         if kernel is not None and kernel.supports(self.dtype, self.device):
             return kernel
-        if attention == "kernel":
+        if kernels == "ours":
             raise RuntimeError(f"the decode attention kernel cannot run here ({self.device}, {self.dtype})")
         return None
 

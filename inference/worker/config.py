@@ -38,8 +38,8 @@ def worker_config_from_env() -> WorkerConfig:
         # auto | bfloat16 | float32 | float16 | int8 (int8 weights, fp32 activations); what
         # "auto" picks on this CPU for these weights: inference/engine/precision.py.
         dtype=os.environ.get("TANDEM_DTYPE", "auto"),
-        # auto | kernel | sdpa: the decode forward's attention (inference/engine/kernels).
-        attention=os.environ.get("TANDEM_ATTENTION", "auto"),
+        # auto | ours | torch: the engine's own CPU kernels (inference/engine/kernels).
+        kernels=os.environ.get("TANDEM_KERNELS", "auto"),
         num_threads=int(threads) if threads else None,
         cpu_affinity=_int_list(os.environ.get("TANDEM_CPU_AFFINITY")),
         max_batch=int(os.environ.get("TANDEM_MAX_BATCH", "64")),

@@ -1,7 +1,9 @@
 """CPU kernels of our own, in C, compiled at run time for the CPU they run on.
 
-Only where torch has no kernel that fits the engine's shapes (decode_attention.c says
-why for its one). build.py compiles and caches them; each has a ctypes wrapper
-(decode_attention.py) that says whether it is available and otherwise leaves the engine
-on torch's own kernels.
+Only where torch has no kernel that fits the engine's shapes; each C file says why:
+- decode_attention.c: a decode step's attention (with its RoPE and KV write);
+- row_linear.c: one-row bf16 matmuls (a single decode stream).
+build.py compiles and caches them; each has a ctypes wrapper (decode_attention.py,
+row_linear.py) that says whether it can run here, otherwise the engine stays on torch's
+own ops; calls.py splits a call across threads and names it in a profile.
 """

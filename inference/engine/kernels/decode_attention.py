@@ -11,12 +11,12 @@ from __future__ import annotations
 import ctypes
 import functools
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
 
 from .build import KernelUnavailable, build
+from .calls import run_split
 
 log = logging.getLogger(__name__)
 
@@ -24,10 +24,6 @@ SOURCE = Path(__file__).with_name("decode_attention.c")
 DTYPES = {torch.bfloat16: "decode_layer_bf16", torch.float32: "decode_layer_f32"}
 # Rows per thread below which splitting a call across threads costs more than it saves.
 MIN_ROWS_PER_THREAD = 4
-# True: each call shows in a torch profile as "decode_attention" (benchmarks.engine.step
-# sets it). Off by default: the profiler's range costs microseconds per call, a visible
-# share of a one-row decode step.
-PROFILE = False
 
 _P, _L, _I = ctypes.c_void_p, ctypes.c_long, ctypes.c_int
 _ARGTYPES = [_P, _P, _P, _L, _P, _P, _L, _L, _L, _L, _P, _I, _I, _I, _I, _I, ctypes.c_float]
@@ -41,7 +37,6 @@ class DecodeAttention:
             fn = getattr(lib, name)
             fn.argtypes, fn.restype = _ARGTYPES, ctypes.c_int
             self._fns[dtype] = fn
-        self._pool: ThreadPoolExecutor | None = None
 
     def supports(self, dtype: torch.dtype, device: torch.device) -> bool:
         return device.type == "cpu" and dtype in self._fns
@@ -69,24 +64,7 @@ class DecodeAttention:
         args = (qkv.data_ptr(), cos.data_ptr(), sin.data_ptr(), cos.shape[0], pos.data_ptr(), kv.data_ptr(),
                 kv.stride(0), kv.stride(1), kv.stride(2), kv.shape[2], out.data_ptr())
         tail = (num_heads, hkv, d, scale)
-        if PROFILE:
-            with torch.profiler.record_function("decode_attention"):
-                self._run(fn, args, n, tail)
-        else:
-            self._run(fn, args, n, tail)
-
-    def _run(self, fn, args: tuple, n: int, tail: tuple) -> None:
-        threads = min(torch.get_num_threads(), n // MIN_ROWS_PER_THREAD)
-        if threads <= 1:
-            self._check(fn(*args, 0, n, *tail))
-            return
-        if self._pool is None or self._pool._max_workers < threads - 1:
-            self._pool = ThreadPoolExecutor(max_workers=threads - 1, thread_name_prefix="decode-attention")
-        bounds = [n * i // threads for i in range(threads + 1)]
-        futures = [self._pool.submit(fn, *args, bounds[i], bounds[i + 1], *tail) for i in range(1, threads)]
-        self._check(fn(*args, bounds[0], bounds[1], *tail))
-        for f in futures:
-            self._check(f.result())
+        run_split("decode_attention", fn, args, n, tail, MIN_ROWS_PER_THREAD, self._check)
 
     @staticmethod
     def _check(code: int) -> None:

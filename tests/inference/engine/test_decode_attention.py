@@ -120,8 +120,8 @@ def test_without_a_compiler_the_kernel_is_unavailable(monkeypatch, tmp_path):
 
 
 def test_decode_forward_on_the_kernel_matches_sdpa(tiny_dir):
-    on_kernel = load_model(tiny_config(tiny_dir, attention="kernel")).model
-    on_sdpa = load_model(tiny_config(tiny_dir, attention="sdpa")).model
+    on_kernel = load_model(tiny_config(tiny_dir, kernels="ours")).model
+    on_sdpa = load_model(tiny_config(tiny_dir, kernels="torch")).model
     assert on_kernel.decode_attention is not None and on_sdpa.decode_attention is None
     torch.manual_seed(0)
     lens = [5, 40, 77]
@@ -136,7 +136,7 @@ def test_decode_forward_on_the_kernel_matches_sdpa(tiny_dir):
 
 
 def test_a_model_on_sdpa_is_still_greedy_equal_to_hf(tiny_dir, tiny_reference):
-    config = tiny_config(tiny_dir, attention="sdpa")
+    config = tiny_config(tiny_dir, kernels="torch")
     loaded = load_model(config)
     prefill, decode = PrefillEngine(loaded, config), DecodeEngine(loaded, config)
     try:

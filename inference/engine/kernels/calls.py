@@ -1,0 +1,47 @@
+"""Calling a kernel: over a range split across torch's threads, named in a profile.
+
+ctypes releases the GIL for the duration of a foreign call, so the pieces of a range
+called from several Python threads run in parallel. A small pool, started on first use
+and grown to the thread count asked for, serves every kernel of the process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+
+# True: each call shows in a torch profile under its kernel's name (benchmarks.engine.step
+# sets it). Off by default: a profiler range costs microseconds per call, a visible share
+# of a one-row decode step.
+PROFILE = False
+
+_pool: ThreadPoolExecutor | None = None
+_workers = 0
+
+
+def run_split(name: str, fn: Callable[..., int], head: tuple, n: int, tail: tuple, min_per_thread: int,
+              check: Callable[[int], None]) -> None:
+    """fn(*head, start, end, *tail) over [0, n), in one piece per thread (at most
+    torch.get_num_threads(), each at least min_per_thread long); check() each result."""
+    if PROFILE:
+        with torch.profiler.record_function(name):
+            _run_split(fn, head, n, tail, min_per_thread, check)
+    else:
+        _run_split(fn, head, n, tail, min_per_thread, check)
+
+
+def _run_split(fn, head: tuple, n: int, tail: tuple, min_per_thread: int, check) -> None:
+    global _pool, _workers
+    threads = min(torch.get_num_threads(), n // max(1, min_per_thread))
+    if threads <= 1:
+        check(fn(*head, 0, n, *tail))
+        return
+    if _pool is None or _workers < threads - 1:
+        _pool, _workers = ThreadPoolExecutor(max_workers=threads - 1, thread_name_prefix="tandem-kernel"), threads - 1
+    bounds = [n * i // threads for i in range(threads + 1)]
+    futures = [_pool.submit(fn, *head, bounds[i], bounds[i + 1], *tail) for i in range(1, threads)]
+    check(fn(*head, bounds[0], bounds[1], *tail))
+    for f in futures:
+        check(f.result())
