@@ -2,10 +2,10 @@
 
 Built at run time rather than at install time because `-march=native` must describe
 the machine that runs it (a Docker image is built on one CPU and run on others). The
-cache key covers the source, the flags, the compiler's version and the CPU's feature
-flags, so a changed kernel or a different CPU builds afresh. Several workers starting
-together may build the same library: each writes a temporary file and renames it into
-place, so none ever loads a half-written one.
+cache key covers the source and the headers beside it, the flags, the compiler's
+version and the CPU's feature flags, so a changed kernel or a different CPU builds
+afresh. Several workers starting together may build the same library: each writes a
+temporary file and renames it into place, so none ever loads a half-written one.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def build(source: Path) -> Path:
         version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError) as exc:
         raise KernelUnavailable(f"{cc} --version failed: {exc}") from exc
-    text = source.read_bytes()
+    text = source.read_bytes() + b"".join(h.read_bytes() for h in sorted(source.parent.glob("*.h")))
     errors = []
     for flags, libs in zip(FLAG_SETS, LIBS, strict=True):
         key = hashlib.sha256(b"\0".join([

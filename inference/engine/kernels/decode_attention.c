@@ -22,24 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include "bf16.h"
 #if defined(__AVX512F__) && defined(__AVX512BF16__)
 #include <immintrin.h>
 #define HAVE_AVX512_BF16 1
 #endif
 
-static inline float bf16_to_f32(uint16_t x) {
-    uint32_t u = (uint32_t)x << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static inline uint16_t f32_to_bf16(float f) {  /* round to nearest even */
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    u += 0x7FFFu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
 
 #define MAX_G 16
 #define MAX_D 256
@@ -48,8 +36,9 @@ static inline uint16_t f32_to_bf16(float f) {  /* round to nearest even */
  * and jumps elsewhere, too short for the hardware prefetcher to ramp up on: the keys are
  * prefetched this many rows ahead, the values during the pass over the keys (so the
  * second pass finds them in cache), and the next head's first keys during the second
- * pass. Measured: the bf16 kernel at 64 rows took about half the time with them. A row
- * past the end of the cache is never read, only prefetched, which cannot fault. */
+ * pass. Without them the kernel spent most of its time waiting on memory (see
+ * docs/benchmarks-engine.md). A row past the end of the cache is never read, only
+ * prefetched, which cannot fault. */
 #define PREFETCH_ROWS 16
 
 static inline void prefetch_row(const void *p, long bytes) {

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
+#include "bf16.h"
 #if defined(__AVX512F__) && defined(__AVX512BF16__)
 #include <immintrin.h>
 #define HAVE_AVX512_BF16 1
@@ -21,19 +22,6 @@
 
 #define PREFETCH_ROWS 8
 
-static inline float bf16_to_f32(uint16_t x) {
-    uint32_t u = (uint32_t)x << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static inline uint16_t f32_to_bf16(float f) {  /* round to nearest even */
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    u += 0x7FFFu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
 
 int row_linear_supported(void) {
 #ifdef HAVE_AVX512_BF16
