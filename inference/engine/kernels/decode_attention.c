@@ -39,7 +39,9 @@
  * pass. Without them the kernel spent most of its time waiting on memory (see
  * docs/benchmarks-engine.md). A row past the end of the cache is never read, only
  * prefetched, which cannot fault. */
+#ifndef PREFETCH_ROWS
 #define PREFETCH_ROWS 16
+#endif
 
 static inline void prefetch_row(const void *p, long bytes) {
     for (long off = 0; off < bytes; off += 64) __builtin_prefetch((const char *)p + off, 0, 3);
