@@ -35,6 +35,11 @@ import torch.nn.functional as F
 from .kernels import decode_attention, row_linear
 from .linear import Linear, choose_kind
 
+# A causal prefill longer than two of these runs SDPA per chunk of this many queries, each
+# against the keys up to its end: SDPA's CPU kernel skips little above the diagonal by
+# itself (its key blocks are long), so the chunks skip the rest.
+CAUSAL_CHUNK = 128
+
 # Our CPU kernels: "auto" where they build, "ours" (the decode attention kernel must build)
 # or "torch" (torch's own ops only).
 KERNELS = ("auto", "ours", "torch")
@@ -63,6 +68,14 @@ class CacheGroup:
     cache: torch.Tensor
     start: int
     kv_len: int
+
+
+@dataclass(frozen=True)
+class Causal:
+    """Attention that is plain causal from position 0 (a prompt with no cached past): in
+    query chunks (s0, s1, additive mask [s1 - s0, s1]), or whole where there are none."""
+
+    chunks: tuple[tuple[int, int, torch.Tensor], ...] = ()
 
 
 @dataclass
@@ -187,17 +200,23 @@ class DecoderModel:
         positions: torch.Tensor,
         groups: list[CacheGroup],
         logit_index: torch.Tensor,
+        from_start: bool = False,
     ) -> Generator[None, None, torch.Tensor]:
         """`forward`, pausing after each layer: a scheduler can run another forward in
         between (a prefill batcher letting one tenant's prompt overtake another's long
-        forward). Returns the logits when exhausted."""
+        forward). Returns the logits when exhausted.
+
+        `from_start`: every row's tokens are at positions 0..n-1 (no cached past) and any
+        padding after them, so attention is plain causal over the sequence index: SDPA's
+        is_causal, which skips the blocks above the diagonal, instead of an explicit mask."""
         s = self.shape
         B, S = input_ids.shape
         H, Hkv, D, G = s.num_heads, s.num_kv_heads, s.head_dim, s.num_heads // s.num_kv_heads
         rows = torch.arange(B, device=self.device)
         kernel = self.decode_attention if S == 1 else None
         if kernel is None:
-            attn = [self._attention_inputs(g, positions, G) for g in groups]
+            causal = self._causal(S) if from_start else None
+            attn = [self._attention_inputs(g, positions, G, causal) for g in groups]
             cos, sin = self._rope_tables(positions)  # [B, S, H + 2 Hkv, D] each
         else:  # each group's positions; one output that every layer's kernel calls overwrite
             pos = [positions[g.start : g.start + g.cache.shape[1], 0].contiguous() for g in groups]
@@ -225,10 +244,11 @@ class DecoderModel:
         return self.lm_head(self._rms_norm(last, self.norm))  # [B, V], model dtype
 
     def _attend(self, i: int, qkv: torch.Tensor, groups: list[CacheGroup],
-                attn: list[tuple[slice, torch.Tensor, torch.Tensor]], cos: torch.Tensor,
+                attn: list[tuple[slice, torch.Tensor | Causal, torch.Tensor]], cos: torch.Tensor,
                 sin: torch.Tensor) -> torch.Tensor:
         """Layer i's attention on torch's ops (prefill, or decode without the kernel):
-        RoPE, the KV write and SDPA for each group. qkv [B, S, H + 2 Hkv, D] -> [B, S, H D]."""
+        RoPE, the KV write and SDPA for each group, with its mask or causal.
+        qkv [B, S, H + 2 Hkv, D] -> [B, S, H D]."""
         s = self.shape
         B, S = qkv.shape[:2]
         H, Hkv, D, G = s.num_heads, s.num_kv_heads, s.head_dim, s.num_heads // s.num_kv_heads
@@ -240,6 +260,10 @@ class DecoderModel:
             kv = g.cache[i]  # [n, 2 Hkv, T', D]
             kv.view(-1, D).index_copy_(0, write_at, qkv[span, :, H:].reshape(-1, D))  # keys, values
             n = kv.shape[0]
+            if isinstance(mask, Causal):  # heads unfolded, G query heads per KV head
+                outs.append(self._causal_attention(qkv[span, :, :H].transpose(1, 2), kv[:, :Hkv, : g.kv_len],
+                                                   kv[:, Hkv:, : g.kv_len], mask))  # [n, H, S, D]
+                continue
             if S == 1:
                 q = qkv[span, 0, :H].view(n, Hkv, G, D)  # query heads grouped by their KV head
             else:  # [n, S, H, D] -> [n, Hkv, G * S, D]
@@ -247,19 +271,45 @@ class DecoderModel:
             outs.append(F.scaled_dot_product_attention(
                 q, kv[:, :Hkv, : g.kv_len], kv[:, Hkv:, : g.kv_len], attn_mask=mask, scale=self.scale
             ))  # [n, Hkv, G * S, D]
-        o = outs[0] if len(outs) == 1 else torch.cat(outs)  # [B, Hkv, G * S, D]
+        o = outs[0] if len(outs) == 1 else torch.cat(outs)  # [B, Hkv, G * S, D] ([B, H, S, D] causal)
+        if isinstance(attn[0][1], Causal):
+            return o.transpose(1, 2).reshape(B, S, H * D)
         if S == 1:
             return o.view(B, 1, H * D)
         return o.view(B, H, S, D).transpose(1, 2).reshape(B, S, H * D)
 
+    def _causal(self, S: int) -> Causal:
+        if S <= 2 * CAUSAL_CHUNK:
+            return Causal()
+        chunks = []
+        for s0 in range(0, S, CAUSAL_CHUNK):
+            s1 = min(S, s0 + CAUSAL_CHUNK)
+            above = torch.arange(s1, device=self.device)[None, :] > torch.arange(s0, s1, device=self.device)[:, None]
+            mask = torch.zeros(above.shape, device=self.device, dtype=self.dtype).masked_fill_(above, float("-inf"))
+            chunks.append((s0, s1, mask))
+        return Causal(tuple(chunks))
+
+    def _causal_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: Causal) -> torch.Tensor:
+        """q [n, H, S, D] at positions 0..S-1, k and v [n, Hkv, T >= S, D] -> [n, H, S, D]."""
+        if not causal.chunks:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale, enable_gqa=True)
+        return torch.cat([
+            F.scaled_dot_product_attention(q[:, :, s0:s1], k[:, :, :s1], v[:, :, :s1], attn_mask=mask,
+                                           scale=self.scale, enable_gqa=True)
+            for s0, s1, mask in causal.chunks
+        ], dim=2)
+
     def _attention_inputs(
-        self, g: CacheGroup, positions: torch.Tensor, G: int
-    ) -> tuple[slice, torch.Tensor, torch.Tensor]:
-        """For one group: its rows, its additive mask, and where its new keys/values go."""
+        self, g: CacheGroup, positions: torch.Tensor, G: int, causal: Causal | None = None
+    ) -> tuple[slice, torch.Tensor | Causal, torch.Tensor]:
+        """For one group: its rows, its additive mask (or `causal`, which needs none), and
+        where its new keys/values go."""
         n, capacity = g.cache.shape[1], g.cache.shape[3]
         span = slice(g.start, g.start + n)
         pos = positions[span]  # [n, S]
         S = pos.shape[1]
+        if causal is not None:
+            return span, causal, self._write_index(pos, n, capacity)
         # A key is visible to a query iff it is at or before the query's position; this
         # also hides other rows' padding and stale cache contents beyond a row's length.
         key_pos = torch.arange(g.kv_len, device=self.device)
@@ -341,7 +391,8 @@ class DecoderModel:
         positions = torch.where(offsets < torch.tensor(lens)[:, None], positions, T - 1)
         logit_index = torch.tensor(lens) - 1
         logits = yield from self.forward_steps(ids.to(self.device), positions.to(self.device),
-                                               [CacheGroup(cache, 0, T)], logit_index.to(self.device))
+                                               [CacheGroup(cache, 0, T)], logit_index.to(self.device),
+                                               from_start=not any(past_lens))
         kvs = [
             (cache[:, b, :Hkv, : past_lens[b] + lens[b]].contiguous(),
              cache[:, b, Hkv:, : past_lens[b] + lens[b]].contiguous())

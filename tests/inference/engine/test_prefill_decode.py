@@ -245,3 +245,47 @@ def test_real_smollm2_greedy_chat_output_equals_hf_generate():
             assert [r.first_token, *tokens] == hf_greedy(hf, p, 24, eos)
     finally:
         decode.shutdown()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_long_prompts_prefill_in_causal_chunks_as_hf_computes_them(tiny_dir, hf_tiny, dtype):
+    """Prompts longer than two CAUSAL_CHUNKs take the chunked causal path (a batch of two
+    lengths, so one row is padded): each row's last logits match HF's forward of that
+    prompt alone (fp32 closely, with its KV; bf16 within its rounding), and the masked
+    path the engine takes for a prompt after a cached past gives the same KV."""
+    from inference.engine.model import CAUSAL_CHUNK
+
+    model = load_model(tiny_config(tiny_dir, dtype="float32" if dtype == torch.float32 else "bfloat16",
+                                   max_context=1024)).model
+    prompts = [prompt(1, 2 * CAUSAL_CHUNK + 77), prompt(2, 3 * CAUSAL_CHUNK + 5)]
+    kvs, logits = model.prefill(prompts, [None, None])
+    if dtype == torch.float32:
+        hf = hf_tiny
+    else:  # loaded in bf16 (casting the fp32 model would round its RoPE frequencies too)
+        from transformers import AutoModelForCausalLM
+
+        hf = AutoModelForCausalLM.from_pretrained(tiny_dir, dtype=torch.bfloat16).eval()
+    for p, (k, v), lg in zip(prompts, kvs, logits, strict=True):
+        with torch.inference_mode():
+            out = hf(torch.tensor([p]), use_cache=True)
+        expected = out.logits[0, -1].float()
+        if dtype == torch.float32:
+            torch.testing.assert_close(lg.float(), expected, rtol=1e-4, atol=1e-4)
+            layers = _legacy(out.past_key_values)
+            torch.testing.assert_close(k, torch.stack([kv[0][0] for kv in layers]), rtol=1e-4, atol=1e-4)  # [L, Hkv, n, D]
+            torch.testing.assert_close(v, torch.stack([kv[1][0] for kv in layers]), rtol=1e-4, atol=1e-4)
+        else:
+            assert torch.nn.functional.cosine_similarity(lg.float(), expected, dim=0) > 0.999
+    # the same prompt split as past + rest goes through the masked path
+    split = CAUSAL_CHUNK + 3
+    (past,), _ = model.prefill([prompts[1][:split]], [None])
+    (whole,), _ = model.prefill([prompts[1][split:]], [past])
+    tol = 1e-4 if dtype == torch.float32 else 3e-2
+    torch.testing.assert_close(whole[0].float(), kvs[1][0].float(), rtol=tol, atol=tol)
+
+
+def _legacy(cache):
+    """HF's KV cache as per-layer (k, v) pairs, whichever cache class this transformers has."""
+    if hasattr(cache, "to_legacy_cache"):
+        return cache.to_legacy_cache()
+    return cache
