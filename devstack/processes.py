@@ -60,6 +60,7 @@ class Platform:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait(timeout=20)  # reaped, so its database connections are gone with it
 
     def kill(self, name: str) -> int:
         """SIGKILL one process (no warm shutdown: nothing is cleaned up, as when a host or
