@@ -38,7 +38,7 @@ from .linear import Linear, choose_kind
 # A causal prefill longer than two of these runs SDPA per chunk of this many queries, each
 # against the keys up to its end: SDPA's CPU kernel skips little above the diagonal by
 # itself (its key blocks are long), so the chunks skip the rest.
-CAUSAL_CHUNK = 128
+CAUSAL_CHUNK = 64
 
 # Our CPU kernels: "auto" where they build, "ours" (the decode attention kernel must build)
 # or "torch" (torch's own ops only).
