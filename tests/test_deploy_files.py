@@ -323,6 +323,18 @@ def test_the_dockerfile_is_python_3_11_slim_with_torch_pinned_like_the_makefile(
     assert "tandem-entrypoint prepare-model" in runs  # PREPARE_MODEL=1 bakes the model in
 
 
+def test_the_image_can_build_the_engines_cpu_kernels_where_the_service_user_may_write():
+    """The engine compiles its C kernels at first start (inference/engine/kernels): the
+    image needs a C compiler, and the kernel cache must lie in a directory the service user
+    owns (only /app/var and /models are chowned to it)."""
+    text = DOCKERFILE.read_text()
+    runs = " ".join(rest for word, rest in dockerfile_instructions() if word == "RUN")
+    assert re.search(r"apt-get install [^&]*\bgcc\b", runs) and "libc6-dev" in runs
+    kernel_dir = re.search(r"TANDEM_KERNEL_DIR=(\S+)", text).group(1)
+    assert kernel_dir.startswith("/app/var/") and "chown -R tandem:tandem /app/var" in runs
+    assert "TANDEM_KERNEL_DIR" in (ROOT / "inference" / "engine" / "kernels" / "build.py").read_text()
+
+
 def test_the_dockerfile_runs_as_a_non_root_user_and_starts_through_the_entrypoint():
     instr = dockerfile_instructions()
     users = [rest for word, rest in instr if word == "USER"]
