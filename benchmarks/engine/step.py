@@ -40,10 +40,11 @@ def make_step(model, batch: int, context: int):
 
     from inference.engine.model import CacheGroup
 
+    dev = model.device
     cache = model.new_kv(batch, context + 1)
-    ids = torch.randint(100, 40000, (batch, 1))
-    pos = torch.full((batch, 1), context)
-    zeros = torch.zeros(batch, dtype=torch.long)
+    ids = torch.randint(100, 40000, (batch, 1), device=dev)
+    pos = torch.full((batch, 1), context, device=dev)
+    zeros = torch.zeros(batch, dtype=torch.long, device=dev)
     group = [CacheGroup(cache, 0, context + 1)]
 
     def step():
