@@ -154,7 +154,6 @@ class DecoderModel:
                          torch.zeros(n_v, head_dim, device=self.device, dtype=dtype))  # v: angle 0
         self._n_qk = n_qk
         self.decode_attention = self._choose_attention(kernels)
-        self.row_kernel = row_kernel
 
     def _choose_attention(self, kernels: str) -> decode_attention.DecodeAttention | None:
         if kernels == "torch":
