@@ -195,7 +195,8 @@ int NAME(ELEM *qkv, const ELEM *cos, const ELEM *sin, long P, const int64_t *pos
                    sizeof(ELEM) * D);                                                       \
         for (int h = 0; h < Hkv; h++) {                                                     \
             const ELEM *qh = x + (long)h * G * D;                                           \
-            for (int i = 0; i < G * D; i++) qf[i] = LOADQ(qh[i]);                           \
+            if (!FAST(G, D))  /* the generic loops read the queries in fp32 */              \
+                for (int i = 0; i < G * D; i++) qf[i] = LOADQ(qh[i]);                       \
             const ELEM *kh = kv + b * kv_sb + h * kv_sh, *vh = kv + b * kv_sb + (Hkv + h) * kv_sh; \
             const ELEM *next = h + 1 < Hkv ? kh + kv_sh : kv + (b + 1) * kv_sb;             \
             if (FAST(G, D)) FASTHEAD(qh, kh, vh, n, kv_st, G, scale, scratch, of, next);   \
