@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -188,3 +189,14 @@ class Recorder:
     def first(self, kind: str, request_id: str) -> int:
         """Position in the event log of the first `kind` event of `request_id`."""
         return next(i for i, e in enumerate(self.events) if e[0] == kind and e[1] == request_id)
+
+
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """torch's intra-op thread count set to n for the block, restored after it."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -15,7 +15,7 @@ from inference.engine.loader import load_model
 from inference.engine.model import CacheGroup
 from inference.engine.prefill import PrefillEngine
 
-from .conftest import PROMPTS, decode_request, prefill_one, tiny_config
+from .conftest import PROMPTS, decode_request, prefill_one, tiny_config, torch_threads
 
 
 @pytest.fixture(scope="module")
@@ -87,16 +87,12 @@ def test_rows_split_across_threads_equal_one_thread(kernel):
     qkv, kv, cos, sin = inputs(n, hkv, g, d, 64, torch.bfloat16, seed=3)
     pos = torch.randint(0, 64, (n,))
     outs, caches = [], []
-    before = torch.get_num_threads()
-    try:
-        for threads in (1, 3):
-            torch.set_num_threads(threads)
-            out, cache = torch.empty(n, hkv, g, d, dtype=torch.bfloat16), kv.clone()
+    for threads in (1, 3):
+        out, cache = torch.empty(n, hkv, g, d, dtype=torch.bfloat16), kv.clone()
+        with torch_threads(threads):
             kernel(qkv.clone(), cos, sin, pos, cache, out, hkv * g, 0.125)
-            outs.append(out)
-            caches.append(cache)
-    finally:
-        torch.set_num_threads(before)
+        outs.append(out)
+        caches.append(cache)
     assert torch.equal(outs[0], outs[1]) and torch.equal(caches[0], caches[1])
 
 

@@ -9,6 +9,8 @@ import torch
 from inference.engine.kernels import row_linear
 from inference.engine.linear import Linear, can_pack
 
+from .conftest import torch_threads
+
 CPU = torch.device("cpu")
 
 pytestmark = pytest.mark.skipif(not can_pack(CPU, torch.bfloat16), reason="no native bf16 matmuls on this CPU")
@@ -58,14 +60,10 @@ def test_outputs_split_across_threads_equal_one_thread(kernel):
     torch.manual_seed(2)
     _, ours = pair(kernel, torch.randn(2 * row_linear.MIN_FEATURES_PER_THREAD + 5, 576) * 0.05)
     x = torch.randn(1, 576).bfloat16()
-    before = torch.get_num_threads()
-    try:
-        outs = []
-        for threads in (1, 2):
-            torch.set_num_threads(threads)
+    outs = []
+    for threads in (1, 2):
+        with torch_threads(threads):
             outs.append(ours(x))
-    finally:
-        torch.set_num_threads(before)
     assert torch.equal(outs[0], outs[1])
 
 
