@@ -9,6 +9,9 @@ from pathlib import Path
 
 # Config keys that change between saves of the same weights and must not change the hash.
 _VOLATILE_CONFIG_KEYS = ("transformers_version", "torch_dtype", "dtype", "_name_or_path", "use_cache")
+# Files the engine derives from the weights and writes beside them (gguf.BLOCKS_FILE):
+# not weights of the model, and keyed by this very fingerprint.
+DERIVED_PREFIX = "tandem-"
 _SAMPLE_BYTES = 1 << 16
 _SAMPLES_PER_FILE = 16
 
@@ -29,7 +32,8 @@ def model_fingerprint(model_dir: Path) -> str:
     for key in _VOLATILE_CONFIG_KEYS:
         config.pop(key, None)
     h.update(json.dumps(config, sort_keys=True).encode())
-    weight_files = sorted(model_dir.glob("*.safetensors")) or sorted(model_dir.glob("*.bin"))
+    weight_files = [p for p in sorted(model_dir.glob("*.safetensors")) or sorted(model_dir.glob("*.bin"))
+                    if not p.name.startswith(DERIVED_PREFIX)]
     if not weight_files:
         raise NoWeightsError(f"no weight files (*.safetensors, *.bin) in {model_dir}")
     for path in weight_files:

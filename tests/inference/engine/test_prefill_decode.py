@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from inference.engine.config import EngineConfig
+from inference.engine.kernels import block_linear
 from inference.engine.kv import KVCache
 from inference.engine.loader import UnsupportedModelError, load_model
 from inference.engine.model import CacheGroup, DecoderModel
@@ -222,6 +223,8 @@ def test_real_smollm2_greedy_chat_output_equals_hf_generate():
 
     config = EngineConfig(model=REAL_MODEL_DIR, device="cpu", dtype="float32", max_context=512, max_batch=4)
     loaded = load_model(config)
+    # Decode batches of up to three rows read the GGUF's blocks (kernels/block_linear.py).
+    assert block_linear.load() is None or loaded.model.layers[0].qkv.few is not None
     hf = AutoModelForCausalLM.from_pretrained(REAL_MODEL_DIR, dtype=torch.float32).eval()
     tok = loaded.tokenizer
     chats = [

@@ -43,7 +43,7 @@ def test_one_row_equals_onednn_with_bias_and_residual(kernel, n, k):
     x = torch.randn(1, 1, k).bfloat16()
     residual = torch.randn(1, 1, n).bfloat16()
     onednn, ours = pair(kernel, w, b)
-    assert ours.row is not None
+    assert ours.few is not None
     close_in_bf16(ours(x), onednn(x))
     close_in_bf16(ours.add(x, residual), onednn.add(x, residual))
 
@@ -70,8 +70,8 @@ def test_outputs_split_across_threads_equal_one_thread(kernel):
 def test_more_rows_or_an_odd_width_stay_on_onednn(kernel):
     torch.manual_seed(3)
     onednn, ours = pair(kernel, torch.randn(64, 576) * 0.05)
-    assert ours._one_row(torch.randn(1, 1, 576)) and not ours._one_row(torch.randn(2, 1, 576))
+    assert ours.few.takes(torch.randn(1, 1, 576)) and not ours.few.takes(torch.randn(2, 1, 576))
     x = torch.randn(2, 576).bfloat16()  # two rows: exactly oneDNN's result
     assert torch.equal(ours(x), onednn(x))
     _, odd = pair(kernel, torch.randn(64, 48) * 0.05)  # K = 48, not a multiple of 32
-    assert odd.row is None
+    assert odd.few is None

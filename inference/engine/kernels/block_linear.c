@@ -1,0 +1,174 @@
+/* Matmuls over quantized weight blocks, for a few rows of fp32 activations:
+ * y = x W^T (+ b) (+ residual), and SwiGLU, with W held in the blocks of the GGUF file the
+ * model ships as, never widened in memory:
+ *   Q4_1: 32 weights as 4-bit q with a scale d and a minimum m, w = d q + m;
+ *   Q8_0: 32 weights as 8-bit signed q with a scale d, w = d q.
+ *
+ * Why our own: the default model ships as a Q4_1 GGUF and runs in torch as the fp32 weights
+ * dequantized from it. At a few rows (the decode step of a quiet site's one or two streams)
+ * a matmul only streams its weights, and fp32 holds 6.4x the bytes of the 4-bit blocks.
+ * Here each block is read as shipped and widened to fp32 in registers. d q is exact in
+ * fp32, so the weights are the dequantized model's (to the rounding of its one add); the
+ * sums run in another order than F.linear's, and the minimum enters once per block through
+ * the block's sum of x: sum_i (d q_i + m) x_i = d sum_i q_i x_i + m sum_i x_i.
+ *
+ * Layouts (kernels/block_linear.py repacks the file's blocks into them, once, at load):
+ *   qs [N, K/32, 16] bytes for Q4_1: byte j of each 8-byte half h holds weight 16h + j in
+ *     its low nibble and 16h + 8 + j in its high nibble, so one zero-extending load and a
+ *     mask or a shift give eight consecutive weights;
+ *   qs [N, K/32, 32] int8 for Q8_0;
+ *   d, m [N, K/32] fp32 (m only for Q4_1).
+ * Needs AVX2 and FMA; block_linear_supported() says whether this build has them.
+ */
+#include <stdint.h>
+#include <math.h>
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define HAVE_AVX2 1
+#endif
+
+#define MAX_ROWS 8
+#define Q4_1 0
+#define Q8_0 1
+
+int block_linear_supported(void) {
+#ifdef HAVE_AVX2
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+int block_linear_max_rows(void) { return MAX_ROWS; }
+
+#ifdef HAVE_AVX2
+static inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* The 32 weights' q of one block, as fp32 in four registers of eight. */
+static inline __attribute__((always_inline)) void widen(int kind, const uint8_t *q, __m256 w[4]) {
+    if (kind == Q4_1) {
+        const __m256i low = _mm256_set1_epi32(15);
+        __m256i a = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)q));
+        __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8)));
+        w[0] = _mm256_cvtepi32_ps(_mm256_and_si256(a, low));
+        w[1] = _mm256_cvtepi32_ps(_mm256_srli_epi32(a, 4));
+        w[2] = _mm256_cvtepi32_ps(_mm256_and_si256(b, low));
+        w[3] = _mm256_cvtepi32_ps(_mm256_srli_epi32(b, 4));
+    } else {
+        const int8_t *s = (const int8_t *)q;
+        for (int i = 0; i < 4; i++)
+            w[i] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(s + 8 * i))));
+    }
+}
+
+/* out[r] = x[r] . W[n] for the M rows of x (M a constant where this is inlined). */
+static inline __attribute__((always_inline)) void dot_row(
+        int kind, const uint8_t *qs, const float *d, const float *m, const float *x, const float *xsum,
+        long n, long K, long M, float *out) {
+    const long nb = K / 32, qb = kind == Q4_1 ? 16 : 32;
+    const uint8_t *q = qs + n * nb * qb;
+    const float *dn = d + n * nb;
+    __m256 acc[MAX_ROWS];
+    for (long r = 0; r < M; r++) acc[r] = _mm256_setzero_ps();
+    for (long b = 0; b < nb; b++) {
+        __m256 w[4];
+        widen(kind, q + b * qb, w);
+        __m256 scale = _mm256_broadcast_ss(dn + b);
+        for (long r = 0; r < M; r++) {
+            const float *xb = x + r * K + 32 * b;
+            __m256 s = _mm256_mul_ps(w[0], _mm256_loadu_ps(xb));
+            s = _mm256_fmadd_ps(w[1], _mm256_loadu_ps(xb + 8), s);
+            s = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(xb + 16), s);
+            s = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(xb + 24), s);
+            acc[r] = _mm256_fmadd_ps(s, scale, acc[r]);
+        }
+    }
+    for (long r = 0; r < M; r++) {
+        float v = hsum(acc[r]);
+        if (kind == Q4_1) {
+            const float *mn = m + n * nb, *xs = xsum + r * nb;
+            for (long b = 0; b < nb; b++) v += mn[b] * xs[b];
+        }
+        out[r] = v;
+    }
+}
+
+static void dots(int kind, const uint8_t *qs, const float *d, const float *m, const float *x,
+                 const float *xsum, long n, long K, long M, float *out) {
+    /* kind and M constant per case, so each case's loops unroll and its sums stay in registers */
+#define ROWS(KIND) \
+    switch (M) { \
+    case 1: dot_row(KIND, qs, d, m, x, xsum, n, K, 1, out); break; \
+    case 2: dot_row(KIND, qs, d, m, x, xsum, n, K, 2, out); break; \
+    case 3: dot_row(KIND, qs, d, m, x, xsum, n, K, 3, out); break; \
+    case 4: dot_row(KIND, qs, d, m, x, xsum, n, K, 4, out); break; \
+    default: dot_row(KIND, qs, d, m, x, xsum, n, K, M, out); break; \
+    }
+    if (kind == Q4_1) ROWS(Q4_1) else ROWS(Q8_0)
+#undef ROWS
+}
+#endif
+
+/* xsum [M, K/32]: each row's sums of x over each block (what the Q4_1 minimum multiplies). */
+static void block_sums(const float *x, long K, long M, float *xsum) {
+    for (long r = 0; r < M; r++)
+        for (long b = 0; b < K / 32; b++) {
+            float s = 0.f;
+            for (int i = 0; i < 32; i++) s += x[r * K + 32 * b + i];
+            xsum[r * (K / 32) + b] = s;
+        }
+}
+
+static int refused(int kind, long K, long M) {
+#ifdef HAVE_AVX2
+    return (kind != Q4_1 && kind != Q8_0) || K % 32 || M < 1 || M > MAX_ROWS;
+#else
+    (void)kind; (void)K; (void)M;
+    return 1;
+#endif
+}
+
+/* y [M, N] = x [M, K] W^T + bias + residual, for output columns [n0, n1) only (callers split
+ * N across threads); bias [N], residual [M, N] may be NULL. Returns 0, or -1 where refused
+ * (no AVX2/FMA in this build, an unknown kind, K not a multiple of 32, M outside 1..MAX_ROWS). */
+int block_linear_f32(int kind, const uint8_t *qs, const float *d, const float *m, const float *x,
+                     const float *bias, const float *residual, float *y,
+                     long n0, long n1, long K, long M, long N) {
+    if (refused(kind, K, M)) return -1;
+#ifdef HAVE_AVX2
+    float out[MAX_ROWS], xsum[M * (K / 32)];
+    if (kind == Q4_1) block_sums(x, K, M, xsum);
+    for (long n = n0; n < n1; n++) {
+        dots(kind, qs, d, m, x, xsum, n, K, M, out);
+        for (long r = 0; r < M; r++) {
+            float v = out[r];
+            if (bias) v += bias[n];
+            if (residual) v += residual[r * N + n];
+            y[r * N + n] = v;
+        }
+    }
+#endif
+    return 0;
+}
+
+/* y [M, F] = silu(x Wg^T) * (x Wu^T), W = [Wg; Wu] of 2F rows, for columns [n0, n1) of F. */
+int block_swiglu_f32(int kind, const uint8_t *qs, const float *d, const float *m, const float *x,
+                     float *y, long n0, long n1, long K, long M, long F) {
+    if (refused(kind, K, M)) return -1;
+#ifdef HAVE_AVX2
+    float g[MAX_ROWS], u[MAX_ROWS], xsum[M * (K / 32)];
+    if (kind == Q4_1) block_sums(x, K, M, xsum);
+    for (long n = n0; n < n1; n++) {
+        dots(kind, qs, d, m, x, xsum, n, K, M, g);
+        dots(kind, qs, d, m, x, xsum, n + F, K, M, u);
+        for (long r = 0; r < M; r++)  /* clamped: expf past ~88 is inf, which fast-math does not promise */
+            y[r * F + n] = g[r] / (1.f + expf(fminf(-g[r], 80.f))) * u[r];
+    }
+#endif
+    return 0;
+}

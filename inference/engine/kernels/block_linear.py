@@ -1,0 +1,163 @@
+"""Matmuls over a GGUF file's Q4_1 and Q8_0 weight blocks, for a few fp32 rows, through
+block_linear.c (why it exists and the layouts: see there).
+
+`Blocks` holds one weight matrix in the kernel's layout, repacked once from the file's
+bytes (`Blocks.from_gguf`); `load()` builds the kernel for this CPU and returns a
+BlockLinear where it can run (AVX2 and FMA), else None (the reason logged), and the
+engine keeps F.linear on the fp32 weights.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .build import KernelUnavailable, build
+from .calls import run_split
+
+log = logging.getLogger(__name__)
+
+SOURCE = Path(__file__).with_name("block_linear.c")
+KINDS = {"Q4_1": 0, "Q8_0": 1}  # block_linear.c's kind codes, by GGUF type name
+BLOCK = 32  # weights per block in both types
+# As in row_linear.py: only a matmul as wide as the LM head is worth splitting across threads.
+MIN_FEATURES_PER_THREAD = 16384
+
+_P, _L, _I = ctypes.c_void_p, ctypes.c_long, ctypes.c_int
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """W [n, k] as `kind` blocks: qs (uint8, see block_linear.c), d and m [n, k / 32] fp32
+    (m None for Q8_0)."""
+
+    kind: str
+    qs: torch.Tensor
+    d: torch.Tensor
+    m: torch.Tensor | None
+    n: int
+    k: int
+
+    @classmethod
+    def from_gguf(cls, kind: str, raw: np.ndarray) -> Blocks:
+        """From a GGUF tensor's bytes [n, k / 32 * block bytes], rows as the file holds them."""
+        n = raw.shape[0]
+        if kind == "Q4_1":  # per block: d fp16, m fp16, 16 bytes (weight j low nibble, j + 16 high)
+            b = raw.reshape(n, -1, 20)
+            d, m = (_fp16(b[..., i : i + 2]) for i in (0, 2))
+            q = np.concatenate([b[..., 4:] & 15, b[..., 4:] >> 4], axis=-1).reshape(n, -1, 2, 2, 8)
+            qs = q[..., 0, :] | (q[..., 1, :] << 4)  # byte j of half h: weights 16h + j, 16h + 8 + j
+        elif kind == "Q8_0":  # per block: d fp16, 32 int8
+            b = raw.reshape(n, -1, 34)
+            d, m, qs = _fp16(b[..., 0:2]), None, b[..., 2:]
+        else:
+            raise ValueError(f"no kernel for {kind} blocks")
+        nb = b.shape[1]
+        return cls(kind, torch.from_numpy(np.ascontiguousarray(qs).reshape(n, -1)), torch.from_numpy(d),
+                   None if m is None else torch.from_numpy(m), n, nb * BLOCK)
+
+    def dequantize(self) -> torch.Tensor:
+        """W [n, k] fp32, as the GGUF reader dequantizes it (d q + m, in fp32)."""
+        nb = self.k // BLOCK
+        if self.kind == "Q4_1":
+            h = self.qs.view(self.n, nb, 2, 1, 8)
+            q = torch.cat([h & 15, h >> 4], dim=3).view(self.n, nb, BLOCK).float()
+            return (self.d[..., None] * q + self.m[..., None]).reshape(self.n, self.k)
+        q = self.qs.view(torch.int8).view(self.n, nb, BLOCK).float()
+        return (self.d[..., None] * q).reshape(self.n, self.k)
+
+    def rows(self, order: torch.Tensor) -> Blocks:
+        """The same weights with their rows (output features) taken in `order`."""
+        m = None if self.m is None else self.m[order].contiguous()
+        return Blocks(self.kind, self.qs[order].contiguous(), self.d[order].contiguous(), m, len(order), self.k)
+
+    @staticmethod
+    def cat(parts: list[Blocks]) -> Blocks:
+        """Row-wise concatenation (a fused q|k|v or gate|up weight); one kind, one width."""
+        if len({(p.kind, p.k) for p in parts}) != 1:
+            raise ValueError("blocks of different kinds or widths do not concatenate")
+        first = parts[0]
+        m = None if first.m is None else torch.cat([p.m for p in parts])
+        return Blocks(first.kind, torch.cat([p.qs for p in parts]), torch.cat([p.d for p in parts]), m,
+                      sum(p.n for p in parts), first.k)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.qs, self.d, self.m) if t is not None)
+
+
+def _fp16(b: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(b).view(np.float16)[..., 0].astype(np.float32)
+
+
+class BlockLinear:
+    def __init__(self, lib: ctypes.CDLL):
+        self._linear = lib.block_linear_f32
+        self._linear.argtypes, self._linear.restype = [_I, _P, _P, _P, _P, _P, _P, _P, _L, _L, _L, _L, _L], _I
+        self._swiglu = lib.block_swiglu_f32
+        self._swiglu.argtypes, self._swiglu.restype = [_I, _P, _P, _P, _P, _P, _L, _L, _L, _L, _L], _I
+        self.max_rows = int(lib.block_linear_max_rows())
+
+    def linear(self, w: Blocks, b: torch.Tensor | None, x: torch.Tensor,
+               residual: torch.Tensor | None = None) -> torch.Tensor:
+        """x W^T (+ b) (+ residual) for x [..., K] of at most max_rows rows, fp32."""
+        x, rows = self._rows(x, w.k)
+        out = torch.empty(*x.shape[:-1], w.n, dtype=torch.float32)
+        if residual is not None:
+            residual = _fp32(residual, out.shape, "residual")
+        head = (KINDS[w.kind], *_ptrs(w), x.data_ptr(), 0 if b is None else _fp32(b, (w.n,), "bias").data_ptr(),
+                0 if residual is None else residual.data_ptr(), out.data_ptr())
+        run_split("block_linear", self._linear, head, w.n, (w.k, rows, w.n), MIN_FEATURES_PER_THREAD, _check)
+        return out
+
+    def swiglu(self, w: Blocks, x: torch.Tensor) -> torch.Tensor:
+        """silu(x Wg^T) * x Wu^T, W = [Wg; Wu], for x [..., K] of at most max_rows rows, fp32."""
+        x, rows = self._rows(x, w.k)
+        f = w.n // 2
+        out = torch.empty(*x.shape[:-1], f, dtype=torch.float32)
+        head = (KINDS[w.kind], *_ptrs(w), x.data_ptr(), out.data_ptr())
+        run_split("block_linear", self._swiglu, head, f, (w.k, rows, f), MIN_FEATURES_PER_THREAD, _check)
+        return out
+
+    def takes(self, x: torch.Tensor) -> bool:
+        return x.numel() <= self.max_rows * x.shape[-1]
+
+    def _rows(self, x: torch.Tensor, k: int) -> tuple[torch.Tensor, int]:
+        if x.shape[-1] != k or x.dtype != torch.float32 or not 1 <= x.numel() // k <= self.max_rows:
+            raise ValueError(f"block linear: 1 to {self.max_rows} fp32 rows of the weight's width")
+        return x.contiguous(), x.numel() // k
+
+
+def _ptrs(w: Blocks) -> tuple[int, int, int]:
+    return w.qs.data_ptr(), w.d.data_ptr(), 0 if w.m is None else w.m.data_ptr()
+
+
+def _fp32(t: torch.Tensor, shape: tuple, what: str) -> torch.Tensor:
+    if t.dtype != torch.float32 or t.numel() != int(np.prod(shape)):
+        raise ValueError(f"block linear: the {what} must be fp32 of shape {tuple(shape)}")
+    return t.contiguous()
+
+
+def _check(code: int) -> None:
+    if code != 0:
+        raise RuntimeError("block linear kernel failed: unsupported on this CPU or shape")
+
+
+@functools.cache
+def load() -> BlockLinear | None:
+    """The kernel for this CPU, or None (why is logged) where it cannot run."""
+    try:
+        lib = ctypes.CDLL(str(build(SOURCE)))
+    except (KernelUnavailable, OSError) as exc:
+        log.warning("block linear kernel unavailable, using the fp32 weights: %s", exc)
+        return None
+    if not lib.block_linear_supported():
+        log.info("block linear kernel: this CPU has no AVX2/FMA; the fp32 weights serve every batch")
+        return None
+    return BlockLinear(lib)

@@ -1,0 +1,193 @@
+"""The block kernel (kernels/block_linear.c) and the GGUF blocks it reads (engine/gguf.py).
+
+Blocks come from the gguf library's own quantizer and are checked against its own
+dequantizer; the kernel's products against F.linear on those dequantized weights; the
+matching against a GGUF file written with the library's writer from the tiny model, as
+llama.cpp's converter lays q and k out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from gguf import GGMLQuantizationType, GGUFWriter
+from gguf.quants import dequantize, quantize
+
+from inference.engine import gguf as engine_gguf
+from inference.engine.decode import DecodeEngine
+from inference.engine.fingerprint import model_fingerprint
+from inference.engine.kernels import block_linear
+from inference.engine.kernels.block_linear import Blocks
+from inference.engine.linear import Linear
+from inference.engine.loader import load_model
+from inference.engine.prefill import PrefillEngine, PrefillRequest
+
+from .conftest import GREEDY, PROMPTS, decode_request, hf_greedy, tiny_config, torch_threads
+
+KINDS = ("Q4_1", "Q8_0")
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    k = block_linear.load()
+    if k is None:
+        pytest.skip("the block kernel needs AVX2 and FMA and a C compiler")
+    return k
+
+
+def blocks_of(kind: str, w: torch.Tensor) -> tuple[Blocks, np.ndarray]:
+    raw = quantize(w.numpy(), GGMLQuantizationType[kind])
+    return Blocks.from_gguf(kind, raw), raw
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_blocks_dequantize_as_the_gguf_library_does(kind):
+    torch.manual_seed(0)
+    b, raw = blocks_of(kind, torch.randn(37, 96))
+    expected = torch.from_numpy(dequantize(raw, GGMLQuantizationType[kind]))
+    assert torch.equal(b.dequantize(), expected)
+    order = torch.randperm(37)
+    assert torch.equal(b.rows(order).dequantize(), expected[order])
+    both = Blocks.cat([b, b.rows(order)])
+    assert torch.equal(both.dequantize(), torch.cat([expected, expected[order]]))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n, k", [(576, 576), (101, 1536), (7, 32)])
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, 8])
+def test_rows_equal_f_linear_on_the_dequantized_weights(kernel, kind, n, k, rows):
+    torch.manual_seed(n + k + rows)
+    b, _ = blocks_of(kind, torch.randn(n, k) * 0.05)
+    w = b.dequantize()
+    bias, x, residual = torch.randn(n), torch.randn(rows, 1, k), torch.randn(rows, 1, n)
+    torch.testing.assert_close(kernel.linear(b, None, x), F.linear(x, w), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(kernel.linear(b, bias, x, residual), residual + F.linear(x, w, bias),
+                               rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_swiglu_equals_silu_gate_times_up(kernel, kind):
+    torch.manual_seed(1)
+    b, _ = blocks_of(kind, torch.randn(2 * 96, 64) * 0.3)
+    x = torch.randn(3, 64)
+    gate, up = F.linear(x, b.dequantize()).chunk(2, dim=-1)
+    torch.testing.assert_close(kernel.swiglu(b, x), F.silu(gate) * up, rtol=1e-5, atol=1e-5)
+
+
+def test_outputs_split_across_threads_equal_one_thread(kernel):
+    torch.manual_seed(2)
+    b, _ = blocks_of("Q8_0", torch.randn(2 * block_linear.MIN_FEATURES_PER_THREAD + 5, 64))
+    x = torch.randn(2, 64)
+    outs = []
+    for threads in (1, 2):
+        with torch_threads(threads):
+            outs.append(kernel.linear(b, None, x))
+    assert torch.equal(outs[0], outs[1])
+
+
+def test_refused_shapes_raise_and_more_rows_stay_on_f_linear(kernel):
+    b, _ = blocks_of("Q4_1", torch.randn(16, 64))
+    with pytest.raises(ValueError, match="fp32 rows"):
+        kernel.linear(b, None, torch.randn(kernel.max_rows + 1, 64))
+    with pytest.raises(ValueError, match="fp32 rows"):
+        kernel.linear(b, None, torch.randn(1, 64).bfloat16())
+    with pytest.raises(ValueError, match="residual"):
+        kernel.linear(b, None, torch.randn(1, 64), torch.randn(1, 15))
+    lin = Linear.build(b.dequantize(), device=torch.device("cpu"), dtype=torch.float32, kind="plain",
+                       block_kernel=kernel, blocks=b)
+    many = torch.randn(kernel.max_rows + 1, 64)
+    assert lin.few.takes(many[:1]) and not lin.few.takes(many)
+    assert torch.equal(lin(many), F.linear(many, lin.w))  # past max_rows: exactly F.linear
+
+
+def write_gguf(path, hf_model) -> None:
+    """The tiny model's matrices as Q4_1 (the embedding as Q8_0), q and k rows in
+    llama.cpp's order, and the model's weights set to what the file dequantizes to."""
+    cfg = hf_model.config
+    writer = GGUFWriter(str(path), "llama")
+    params = dict(hf_model.named_parameters())
+    for layer in range(cfg.num_hidden_layers):
+        for role, hf in engine_gguf.LAYER_NAMES.items():
+            w = params[f"model.layers.{layer}.{hf}.weight"]
+            heads = {"attn_q": cfg.num_attention_heads, "attn_k": cfg.num_key_value_heads}.get(role)
+            file_rows = torch.argsort(engine_gguf.unpermute_rows(w.shape[0], heads)) if heads else None
+            writer.add_tensor(f"blk.{layer}.{role}.weight", *quantized(w, "Q4_1", file_rows))
+    writer.add_tensor("token_embd.weight", *quantized(params["model.embed_tokens.weight"], "Q8_0", None))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def quantized(w: torch.nn.Parameter, kind: str, file_rows: torch.Tensor | None):
+    qtype = GGMLQuantizationType[kind]
+    data = w.detach()[file_rows] if file_rows is not None else w.detach()
+    raw = quantize(data.numpy(), qtype)
+    back = torch.from_numpy(dequantize(raw, qtype))
+    with torch.no_grad():  # the weights a converter would have loaded from this file
+        w.copy_(back[torch.argsort(file_rows)] if file_rows is not None else back)
+    return raw, raw.shape, qtype
+
+
+@pytest.fixture(scope="module")
+def tiny_gguf(tmp_path_factory, tiny_dir):
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir, dtype=torch.float32).eval()
+    out = tmp_path_factory.mktemp("gguf")
+    write_gguf(out / "tiny.gguf", model)
+    model.save_pretrained(out / "model", safe_serialization=True)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        (out / "model" / name).write_bytes((tiny_dir / name).read_bytes())
+    return out / "tiny.gguf", out / "model", model
+
+
+def test_every_matrix_matches_and_the_blocks_round_trip(tiny_gguf):
+    path, model_dir, model = tiny_gguf
+    found = engine_gguf.matching_blocks(path, model)
+    layers = model.config.num_hidden_layers
+    assert len(found) == 7 * layers + 2  # the tied LM head shares the embedding's blocks
+    assert found["lm_head.weight"] is found["model.embed_tokens.weight"]
+    q = found["model.layers.0.self_attn.q_proj.weight"]
+    assert torch.equal(q.dequantize(), model.model.layers[0].self_attn.q_proj.weight)
+    engine_gguf.save_blocks(model_dir, found)
+    back = engine_gguf.load_blocks(model_dir, model_fingerprint(model_dir))
+    assert back.keys() == found.keys()
+    assert all(torch.equal(back[n].dequantize(), b.dequantize()) for n, b in found.items())
+    assert engine_gguf.load_blocks(model_dir, "another-fingerprint") == {}
+
+
+def test_a_weight_that_is_not_the_files_keeps_no_blocks(tiny_gguf):
+    path, _, model = tiny_gguf
+    w = model.model.layers[1].mlp.down_proj.weight
+    before = w.detach().clone()
+    with torch.no_grad():
+        w[3, 5] += 1e-3
+    try:
+        found = engine_gguf.matching_blocks(path, model)
+    finally:
+        with torch.no_grad():
+            w.copy_(before)
+    assert "model.layers.1.mlp.down_proj.weight" not in found
+    assert "model.layers.0.mlp.down_proj.weight" in found
+
+
+def test_engine_on_the_blocks_is_greedy_equal_to_hf(kernel, tiny_gguf):
+    """Prefill (many rows: F.linear) and decode batches of up to three rows (the blocks)."""
+    path, model_dir, hf_model = tiny_gguf
+    engine_gguf.save_blocks(model_dir, engine_gguf.matching_blocks(path, hf_model))
+    config = tiny_config(model_dir)
+    loaded = load_model(config)
+    assert loaded.model.layers[0].gate_up.few is not None and loaded.model.lm_head.few is not None
+    prompts = PROMPTS[3:6]
+    (eos,) = loaded.eos_token_ids
+    prefill, decode = PrefillEngine(loaded, config), DecodeEngine(loaded, config)
+    try:
+        results = prefill.prefill([PrefillRequest(f"r{i}", p, GREEDY) for i, p in enumerate(prompts)])
+        handles = [decode.submit(decode_request(r, p)) for r, p in zip(results, prompts, strict=True)]
+        for p, r, h in zip(prompts, results, handles, strict=True):
+            tokens, _ = h.result(timeout=60)
+            assert [r.first_token, *tokens] == hf_greedy(hf_model, p, GREEDY.max_tokens, eos)
+    finally:
+        decode.shutdown()
