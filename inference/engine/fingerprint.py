@@ -12,6 +12,8 @@ _VOLATILE_CONFIG_KEYS = ("transformers_version", "torch_dtype", "dtype", "_name_
 # Files the engine derives from the weights and writes beside them (gguf.BLOCKS_FILE):
 # not weights of the model, and keyed by this very fingerprint.
 DERIVED_PREFIX = "tandem-"
+# The GGUF's weight blocks matched to the weights (gguf.py), written by model preparation.
+BLOCKS_FILE = DERIVED_PREFIX + "blocks.safetensors"
 _SAMPLE_BYTES = 1 << 16
 _SAMPLES_PER_FILE = 16
 

@@ -23,12 +23,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from .fingerprint import model_fingerprint
+from .fingerprint import BLOCKS_FILE, model_fingerprint
 from .kernels.block_linear import BLOCK, KINDS, Blocks
 
 log = logging.getLogger(__name__)
 
-BLOCKS_FILE = "tandem-blocks.safetensors"
 
 # GGUF tensor names of a llama-style decoder -> the Hugging Face module names they load into.
 LAYER_NAMES = {

