@@ -23,7 +23,9 @@ from ..machine import describe, load_average, machine_info, measured_on, memory_
 from ..paths import MODEL_DIR
 from ..report import say, table
 
-MATMUL_OPS = ("linear_dynamic", "_linear_pointwise", "aten::linear", "aten::addmm", "aten::mm", "row_linear")
+MATMUL_OPS = ("linear_dynamic", "_linear_pointwise", "aten::linear", "aten::addmm", "aten::mm", "row_linear",
+              "block_linear")
+BYTES_PER_WEIGHT = {"bfloat16": 2, "int8": 1, "float32": 4}
 
 
 def build(model_dir: str, precision: str, max_context: int, kernels: str = "auto"):
@@ -53,9 +55,29 @@ def make_step(model, batch: int, context: int):
     return step
 
 
-def weight_bytes(model_dir: str, precision: str) -> int:
+def weight_bytes(model_dir: str, precision: str, model=None, batch: int = 1) -> int:
     """The weight bytes one decode step streams: every layer's matmuls and the LM head
-    (the embedding is only indexed), at 2 bytes per bf16 weight, 1 per int8, 4 per fp32."""
+    (the embedding is only indexed), at 2 bytes per bf16 weight, 1 per int8, 4 per fp32;
+    a matmul that `model` runs on GGUF blocks at this batch reads the blocks' bytes."""
+    full = _weight_count(model_dir) * BYTES_PER_WEIGHT[precision]
+    for blocks in _blocks_read(model, batch) if model is not None else ():
+        full += blocks.nbytes - blocks.n * blocks.k * BYTES_PER_WEIGHT[precision]
+    return full
+
+
+def _blocks_read(model, batch: int) -> list:
+    """The GGUF blocks a decode step of `batch` rows reads instead of weights."""
+    import torch
+
+    from inference.engine.kernels.block_linear import Blocks
+
+    probe = torch.empty(batch, 1, 1)
+    linears = [lin for lw in model.layers for lin in (lw.qkv, lw.o, lw.gate_up, lw.down)] + [model.lm_head]
+    return [lin.few.w for lin in linears
+            if lin.few is not None and isinstance(lin.few.w, Blocks) and lin.few.takes(probe, lin.few.halves)]
+
+
+def _weight_count(model_dir: str) -> int:
     import json
     from pathlib import Path
 
@@ -64,7 +86,7 @@ def weight_bytes(model_dir: str, precision: str) -> int:
     d = cfg.get("head_dim") or e // cfg["num_attention_heads"]
     heads, kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     per_layer = (heads + 2 * kv_heads) * d * e + e * heads * d + 3 * e * f
-    return (layers * per_layer + vocab * e) * {"bfloat16": 2, "int8": 1, "float32": 4}[precision]
+    return layers * per_layer + vocab * e
 
 
 def kv_bytes_read(model, batch: int, context: int) -> int:
@@ -169,9 +191,11 @@ def main(argv: list[str]) -> None:
         med = statistics.median(times[(v, b)])
         parts = profile(fn, models[v], b, args.context)
         kernel = "ours" if models[v].decode_attention is not None else "torch"
-        moved = weight_bytes(args.model, v[0]) + parts["kv_mb"] * 1e6  # what the step must read
+        weights = weight_bytes(args.model, v[0], models[v], b)
+        moved = weights + parts["kv_mb"] * 1e6  # what the step must read
         mbu = moved / (med / 1e3) / (bw * 1e9) * 100 if bw else None
-        rows.append([v[0], kernel, b, args.context, med, min(times[(v, b)]), b / med * 1e3, mbu, parts["matmul"],
+        rows.append([v[0], kernel, b, args.context, med, min(times[(v, b)]), b / med * 1e3, weights / 1e6, mbu,
+                     parts["matmul"],
                      parts["attention"], parts["kv_write"], parts["other"], parts["kv_mb"], parts["attention_gbs"]])
     peak = matmul_peak()
     print(measured_on(info) + f"; load average {load_average()}; read bandwidth {bw:.1f} GB/s (1 thread)")
@@ -179,7 +203,9 @@ def main(argv: list[str]) -> None:
           + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peak.items()))
     print(f"decode forward, 1 thread on core {args.core}, {args.rounds} interleaved rounds; profile: 5 steps")
     print("MBU: the bytes a step must read (weights + KV) / its median time / the read bandwidth above")
-    print(table(["precision", "kernels", "batch", "context", "step p50 ms", "step min ms", "tok/s", "MBU %", "matmul ms",
+    print("weights MB: what the step's matmuls read (fp32 matmuls of up to 8 rows read the GGUF's blocks)")
+    print(table(["precision", "kernels", "batch", "context", "step p50 ms", "step min ms", "tok/s", "weights MB",
+                 "MBU %", "matmul ms",
                  "attention ms", "KV write ms", "other ms", "KV read MB", "attention GB/s"], rows, digits=1))
 
 

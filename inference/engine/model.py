@@ -15,8 +15,9 @@ RMSNorm scale folded in and the residual add, SiLU and gating fused in; int8 wei
 through FBGEMM (fp32 activations). fp32 follows HF's numerics closely enough that greedy
 output matches token for token. Where our CPU kernels build (kernels/, kernels="auto"), a
 decode forward's attention (one new token per row, with its RoPE and KV write) runs on
-decode_attention.c instead of torch's SDPA, which prefill always uses, and a one-row
-bf16 matmul on row_linear.c instead of oneDNN.
+decode_attention.c instead of torch's SDPA, which prefill always uses, a one-row
+bf16 matmul on row_linear.c instead of oneDNN, and an fp32 matmul of a few rows on the
+GGUF blocks the weights came from (block_linear.c, gguf.py) instead of F.linear.
 
 Cache layout: [L, B, 2 Hkv, T, D], heads 0..Hkv-1 keys, Hkv..2Hkv-1 values.
 Shapes: B rows, S new tokens per row, T cache positions attended, L layers, H query heads,
