@@ -21,7 +21,7 @@ import time
 
 from ..machine import describe, load_average, machine_info, measured_on, memory_bandwidth_gbs
 from ..paths import MODEL_DIR
-from ..report import say, table
+from ..report import say, table, write_json
 
 MATMUL_OPS = ("linear_dynamic", "_linear_pointwise", "aten::linear", "aten::addmm", "aten::mm", "row_linear",
               "block_linear")
@@ -131,12 +131,14 @@ def matmul_peak(rows: int = 512, k: int = 576, n: int = 3072, reps: int = 20) ->
     [n, k], weights in cache), for each kernel the engine can use: the compute limit."""
     import torch
 
-    from inference.engine.linear import Linear, can_int8
+    from inference.engine.linear import Linear, can_int8, can_pack
 
     flop = 2 * rows * k * n
     out = {}
     w = torch.randn(n, k) * 0.05
-    kinds = [("bfloat16", "packed", torch.bfloat16), ("float32", "plain", torch.float32)]
+    kinds = [("float32", "plain", torch.float32)]
+    if can_pack(torch.device("cpu"), torch.bfloat16):  # oneDNN's bf16 needs AVX512 or AVX-NE-CONVERT
+        kinds.insert(0, ("bfloat16", "packed", torch.bfloat16))
     if can_int8():
         kinds.append(("int8", "int8", torch.float32))
     for name, kind, dtype in kinds:
@@ -163,6 +165,7 @@ def main(argv: list[str]) -> None:
     p.add_argument("--context", type=int, default=100, help="cached positions per row (default 100)")
     p.add_argument("--rounds", type=int, default=15, help="interleaved rounds (default 15)")
     p.add_argument("--core", type=int, default=1)
+    p.add_argument("--out", default=None, help="JSON file for the rows (default: none)")
     args = p.parse_args(argv)
     import torch
 
@@ -204,9 +207,12 @@ def main(argv: list[str]) -> None:
     print(f"decode forward, 1 thread on core {args.core}, {args.rounds} interleaved rounds; profile: 5 steps")
     print("MBU: the bytes a step must read (weights + KV) / its median time / the read bandwidth above")
     print("weights MB: what the step's matmuls read (fp32 matmuls of up to 8 rows read the GGUF's blocks)")
-    print(table(["precision", "kernels", "batch", "context", "step p50 ms", "step min ms", "tok/s", "weights MB",
-                 "MBU %", "matmul ms",
-                 "attention ms", "KV write ms", "other ms", "KV read MB", "attention GB/s"], rows, digits=1))
+    headers = ["precision", "kernels", "batch", "context", "step p50 ms", "step min ms", "tok/s", "weights MB",
+               "MBU %", "matmul ms", "attention ms", "KV write ms", "other ms", "KV read MB", "attention GB/s"]
+    print(table(headers, rows, digits=1))
+    if args.out:
+        write_json(args.out, {"machine": info, "read_gbs": bw, "matmul_peak_gflops": peak, "load": load_average(),
+                              "rows": [dict(zip(headers, r, strict=True)) for r in rows]})
 
 
 if __name__ == "__main__":

@@ -113,6 +113,9 @@ def test_on_a_375px_phone_the_panel_is_full_screen_readable_and_still(platform, 
         root = page.locator("tandem-chat").evaluate_handle("el => el.shadowRoot")
         for sel, fg, bg in root.evaluate(PAIRS):
             assert contrast_ratio(_rgb(fg), _rgb(bg)) >= 4.5, (sel, fg, bg)  # WCAG AA
+        # The bubble shows before the server has stored the message: wait for the reply, or
+        # the test database's flush after the test races the server's insert (seen in CI).
+        wait_for_event(page, "message", role="assistant")
     finally:
         ctx.close()
 
