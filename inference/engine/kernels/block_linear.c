@@ -17,12 +17,12 @@
  *     its low nibble and 16h + 8 + j in its high nibble, so one zero-extending load and a
  *     mask or a shift give eight consecutive weights;
  *   qs [N, K/32, 32] int8 for Q8_0;
- *   d, m [N, K/32] fp32 (m only for Q4_1).
- * Needs AVX2 and FMA; block_linear_supported() says whether this build has them.
+ *   d, m [N, K/32] fp16, as in the file (m only for Q4_1), widened a row at a time.
+ * Needs AVX2, FMA and F16C; block_linear_supported() says whether this build has them.
  */
 #include <stdint.h>
 #include <math.h>
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
 #define HAVE_AVX2 1
 #endif
@@ -49,6 +49,14 @@ static inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+/* fp16 scales -> fp32, n of them. */
+static inline void widen_scales(const uint16_t *h, float *f, long n) {
+    long i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(f + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
+    for (; i < n; i++) f[i] = _cvtsh_ss(h[i]);
+}
+
 /* The 32 weights' q of one block, as fp32 in four registers of eight. */
 static inline __attribute__((always_inline)) void widen(int kind, const uint8_t *q, __m256 w[4]) {
     if (kind == Q4_1) {
@@ -68,11 +76,13 @@ static inline __attribute__((always_inline)) void widen(int kind, const uint8_t 
 
 /* out[r] = x[r] . W[n] for the M rows of x (M a constant where this is inlined). */
 static inline __attribute__((always_inline)) void dot_row(
-        int kind, const uint8_t *qs, const float *d, const float *m, const float *x, const float *xsum,
+        int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const float *x, const float *xsum,
         long n, long K, long M, float *out) {
     const long nb = K / 32, qb = kind == Q4_1 ? 16 : 32;
     const uint8_t *q = qs + n * nb * qb;
-    const float *dn = d + n * nb;
+    float dn[nb], mn[nb];
+    widen_scales(d + n * nb, dn, nb);
+    if (kind == Q4_1) widen_scales(m + n * nb, mn, nb);
     __m256 acc[MAX_ROWS];
     for (long r = 0; r < M; r++) acc[r] = _mm256_setzero_ps();
     for (long b = 0; b < nb; b++) {
@@ -91,14 +101,14 @@ static inline __attribute__((always_inline)) void dot_row(
     for (long r = 0; r < M; r++) {
         float v = hsum(acc[r]);
         if (kind == Q4_1) {
-            const float *mn = m + n * nb, *xs = xsum + r * nb;
+            const float *xs = xsum + r * nb;
             for (long b = 0; b < nb; b++) v += mn[b] * xs[b];
         }
         out[r] = v;
     }
 }
 
-static void dots(int kind, const uint8_t *qs, const float *d, const float *m, const float *x,
+static void dots(int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const float *x,
                  const float *xsum, long n, long K, long M, float *out) {
     /* kind and M constant per case, so each case's loops unroll and its sums stay in registers */
 #define ROWS(KIND) \
@@ -135,8 +145,8 @@ static int refused(int kind, long K, long M) {
 
 /* y [M, N] = x [M, K] W^T + bias + residual, for output columns [n0, n1) only (callers split
  * N across threads); bias [N], residual [M, N] may be NULL. Returns 0, or -1 where refused
- * (no AVX2/FMA in this build, an unknown kind, K not a multiple of 32, M outside 1..MAX_ROWS). */
-int block_linear_f32(int kind, const uint8_t *qs, const float *d, const float *m, const float *x,
+ * (no AVX2/FMA/F16C in this build, an unknown kind, K not a multiple of 32, M outside 1..MAX_ROWS). */
+int block_linear_f32(int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const float *x,
                      const float *bias, const float *residual, float *y,
                      long n0, long n1, long K, long M, long N) {
     if (refused(kind, K, M)) return -1;
@@ -157,7 +167,7 @@ int block_linear_f32(int kind, const uint8_t *qs, const float *d, const float *m
 }
 
 /* y [M, F] = silu(x Wg^T) * (x Wu^T), W = [Wg; Wu] of 2F rows, for columns [n0, n1) of F. */
-int block_swiglu_f32(int kind, const uint8_t *qs, const float *d, const float *m, const float *x,
+int block_swiglu_f32(int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const float *x,
                      float *y, long n0, long n1, long K, long M, long F) {
     if (refused(kind, K, M)) return -1;
 #ifdef HAVE_AVX2

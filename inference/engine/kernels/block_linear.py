@@ -3,7 +3,7 @@ block_linear.c (why it exists and the layouts: see there).
 
 `Blocks` holds one weight matrix in the kernel's layout, repacked once from the file's
 bytes (`Blocks.from_gguf`); `load()` builds the kernel for this CPU and returns a
-BlockLinear where it can run (AVX2 and FMA), else None (the reason logged), and the
+BlockLinear where it can run (AVX2, FMA and F16C), else None (the reason logged), and the
 engine keeps F.linear on the fp32 weights.
 """
 
@@ -34,8 +34,8 @@ _P, _L, _I = ctypes.c_void_p, ctypes.c_long, ctypes.c_int
 
 @dataclass(frozen=True)
 class Blocks:
-    """W [n, k] as `kind` blocks: qs (uint8, see block_linear.c), d and m [n, k / 32] fp32
-    (m None for Q8_0)."""
+    """W [n, k] as `kind` blocks: qs (uint8, see block_linear.c), d and m [n, k / 32] fp16
+    as the file holds them (m None for Q8_0)."""
 
     kind: str
     qs: torch.Tensor
@@ -68,9 +68,9 @@ class Blocks:
         if self.kind == "Q4_1":
             h = self.qs.view(self.n, nb, 2, 1, 8)
             q = torch.cat([h & 15, h >> 4], dim=3).view(self.n, nb, BLOCK).float()
-            return (self.d[..., None] * q + self.m[..., None]).reshape(self.n, self.k)
+            return (self.d.float()[..., None] * q + self.m.float()[..., None]).reshape(self.n, self.k)
         q = self.qs.view(torch.int8).view(self.n, nb, BLOCK).float()
-        return (self.d[..., None] * q).reshape(self.n, self.k)
+        return (self.d.float()[..., None] * q).reshape(self.n, self.k)
 
     def rows(self, order: torch.Tensor) -> Blocks:
         """The same weights with their rows (output features) taken in `order`."""
@@ -93,7 +93,7 @@ class Blocks:
 
 
 def _fp16(b: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(b).view(np.float16)[..., 0].astype(np.float32)
+    return np.ascontiguousarray(np.ascontiguousarray(b).view(np.float16)[..., 0])
 
 
 class BlockLinear:
@@ -158,6 +158,6 @@ def load() -> BlockLinear | None:
         log.warning("block linear kernel unavailable, using the fp32 weights: %s", exc)
         return None
     if not lib.block_linear_supported():
-        log.info("block linear kernel: this CPU has no AVX2/FMA; the fp32 weights serve every batch")
+        log.info("block linear kernel: this CPU has no AVX2/FMA/F16C; the fp32 weights serve every batch")
         return None
     return BlockLinear(lib)

@@ -143,7 +143,7 @@ def tiny_gguf(tmp_path_factory, tiny_dir):
     return out / "tiny.gguf", out / "model", model
 
 
-def test_every_matrix_matches_and_the_blocks_round_trip(tiny_gguf):
+def test_every_matrix_matches_and_the_blocks_round_trip(tiny_gguf, monkeypatch):
     path, model_dir, model = tiny_gguf
     found = engine_gguf.matching_blocks(path, model)
     layers = model.config.num_hidden_layers
@@ -156,6 +156,8 @@ def test_every_matrix_matches_and_the_blocks_round_trip(tiny_gguf):
     assert back.keys() == found.keys()
     assert all(torch.equal(back[n].dequantize(), b.dequantize()) for n, b in found.items())
     assert engine_gguf.load_blocks(model_dir, "another-fingerprint") == {}
+    monkeypatch.setattr(engine_gguf, "BLOCKS_LAYOUT", "another-layout")  # written for another kernel
+    assert engine_gguf.load_blocks(model_dir, model_fingerprint(model_dir)) == {}
 
 
 def test_a_weight_that_is_not_the_files_keeps_no_blocks(tiny_gguf):
