@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from .build import KernelUnavailable, build
+from .build import load_library
 from .calls import run_split
-
-log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("block_linear.c")
 KINDS = {"Q4_1": 0, "Q8_0": 1}  # block_linear.c's kind codes, by GGUF type name
@@ -152,12 +149,6 @@ def _check(code: int) -> None:
 @functools.cache
 def load() -> BlockLinear | None:
     """The kernel for this CPU, or None (why is logged) where it cannot run."""
-    try:
-        lib = ctypes.CDLL(str(build(SOURCE)))
-    except (KernelUnavailable, OSError) as exc:
-        log.warning("block linear kernel unavailable, using the fp32 weights: %s", exc)
-        return None
-    if not lib.block_linear_supported():
-        log.info("block linear kernel: this CPU has no AVX2/FMA/F16C; the fp32 weights serve every batch")
-        return None
-    return BlockLinear(lib)
+    lib = load_library(SOURCE, fallback="the fp32 weights serve every batch", supported="block_linear_supported",
+                       unsupported="this CPU has no AVX2/FMA/F16C")
+    return None if lib is None else BlockLinear(lib)

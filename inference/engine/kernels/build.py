@@ -10,6 +10,7 @@ temporary file and renames it into place, so none ever loads a half-written one.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import logging
 import os
@@ -87,3 +88,19 @@ def build(source: Path) -> Path:
             if os.path.exists(tmp):
                 os.unlink(tmp)
     raise KernelUnavailable(f"{cc} could not build {source.name}: {' | '.join(errors)}")
+
+
+def load_library(source: Path, *, fallback: str, supported: str | None = None,
+                 unsupported: str = "") -> ctypes.CDLL | None:
+    """The library built from `source` for this CPU, or None where it cannot be built, or
+    where its `supported` function says this CPU lacks what it needs: the engine then does
+    `fallback`, and the log says why."""
+    try:
+        lib = ctypes.CDLL(str(build(source)))
+    except (KernelUnavailable, OSError) as exc:
+        log.warning("%s kernel unavailable, %s: %s", source.stem, fallback, exc)
+        return None
+    if supported is not None and not getattr(lib, supported)():
+        log.info("%s kernel: %s; %s", source.stem, unsupported, fallback)
+        return None
+    return lib

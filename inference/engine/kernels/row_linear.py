@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import logging
 from pathlib import Path
 
 import torch
 
-from .build import KernelUnavailable, build
+from .build import load_library
 from .calls import run_split
-
-log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("row_linear.c")
 # Output features per thread below which a split costs more than it saves: handing a piece
@@ -79,12 +76,6 @@ def _check(code: int) -> None:
 @functools.cache
 def load() -> RowLinear | None:
     """The kernel for this CPU, or None (why is logged) where it cannot run."""
-    try:
-        lib = ctypes.CDLL(str(build(SOURCE)))
-    except (KernelUnavailable, OSError) as exc:
-        log.warning("row linear kernel unavailable, using oneDNN for one row too: %s", exc)
-        return None
-    if not lib.row_linear_supported():
-        log.info("row linear kernel: this CPU has no AVX512-BF16; oneDNN serves one row too")
-        return None
-    return RowLinear(lib)
+    lib = load_library(SOURCE, fallback="oneDNN serves one row too", supported="row_linear_supported",
+                       unsupported="this CPU has no AVX512-BF16")
+    return None if lib is None else RowLinear(lib)
