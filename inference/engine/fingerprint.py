@@ -15,7 +15,7 @@ DERIVED_PREFIX = "tandem-"
 # The GGUF's weight blocks matched to the weights (gguf.py), written by model preparation,
 # in the layout of this version of the block kernel (another is matched again).
 BLOCKS_FILE = DERIVED_PREFIX + "blocks.safetensors"
-BLOCKS_LAYOUT = "1"
+BLOCKS_LAYOUT = "2"  # 1: fp16 scales; 2: fp32 scales
 _SAMPLE_BYTES = 1 << 16
 _SAMPLES_PER_FILE = 16
 

@@ -17,12 +17,13 @@
  *     its low nibble and 16h + 8 + j in its high nibble, so one zero-extending load and a
  *     mask or a shift give eight consecutive weights;
  *   qs [N, K/32, 32] int8 for Q8_0;
- *   d, m [N, K/32] fp16, as in the file (m only for Q4_1), widened a row at a time.
- * Needs AVX2, FMA and F16C; block_linear_supported() says whether this build has them.
+ *   d, m [N, K/32] fp32 (m only for Q4_1): the file's fp16 scales widened once at load
+ *     (widening them a row at a time in here cost more than their 15 MB of reads saved).
+ * Needs AVX2 and FMA; block_linear_supported() says whether this build has them.
  */
 #include <stdint.h>
 #include <math.h>
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define HAVE_AVX2 1
 #endif
@@ -49,14 +50,6 @@ static inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-/* fp16 scales -> fp32, n of them. */
-static inline void widen_scales(const uint16_t *h, float *f, long n) {
-    long i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(f + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
-    for (; i < n; i++) f[i] = _cvtsh_ss(h[i]);
-}
-
 /* The 32 weights' q of one block, as fp32 in four registers of eight. */
 static inline __attribute__((always_inline)) void widen(int kind, const uint8_t *q, __m256 w[4]) {
     if (kind == Q4_1) {
@@ -76,16 +69,36 @@ static inline __attribute__((always_inline)) void widen(int kind, const uint8_t 
 
 /* out[r] = x[r] . W[n] for the M rows of x (M a constant where this is inlined). */
 static inline __attribute__((always_inline)) void dot_row(
-        int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const float *x, const float *xsum,
+        int kind, const uint8_t *qs, const float *d, const float *m, const float *x, const float *xsum,
         long n, long K, long M, float *out) {
     const long nb = K / 32, qb = kind == Q4_1 ? 16 : 32;
     const uint8_t *q = qs + n * nb * qb;
-    float dn[nb], mn[nb];
-    widen_scales(d + n * nb, dn, nb);
-    if (kind == Q4_1) widen_scales(m + n * nb, mn, nb);
-    __m256 acc[MAX_ROWS];
-    for (long r = 0; r < M; r++) acc[r] = _mm256_setzero_ps();
-    for (long b = 0; b < nb; b++) {
+    const float *dn = d + n * nb;
+    /* two blocks a pass, each into a sum of its own: the one FMA a block adds to its row's
+     * sum would otherwise chain every block behind the previous one's latency */
+    __m256 acc[MAX_ROWS], acc2[MAX_ROWS];
+    for (long r = 0; r < M; r++) acc[r] = acc2[r] = _mm256_setzero_ps();
+    long b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        __m256 w[4], v[4];
+        widen(kind, q + b * qb, w);
+        widen(kind, q + (b + 1) * qb, v);
+        __m256 scale = _mm256_broadcast_ss(dn + b), scale2 = _mm256_broadcast_ss(dn + b + 1);
+        for (long r = 0; r < M; r++) {
+            const float *xb = x + r * K + 32 * b;
+            __m256 s = _mm256_mul_ps(w[0], _mm256_loadu_ps(xb));
+            __m256 t = _mm256_mul_ps(v[0], _mm256_loadu_ps(xb + 32));
+            s = _mm256_fmadd_ps(w[1], _mm256_loadu_ps(xb + 8), s);
+            t = _mm256_fmadd_ps(v[1], _mm256_loadu_ps(xb + 40), t);
+            s = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(xb + 16), s);
+            t = _mm256_fmadd_ps(v[2], _mm256_loadu_ps(xb + 48), t);
+            s = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(xb + 24), s);
+            t = _mm256_fmadd_ps(v[3], _mm256_loadu_ps(xb + 56), t);
+            acc[r] = _mm256_fmadd_ps(s, scale, acc[r]);
+            acc2[r] = _mm256_fmadd_ps(t, scale2, acc2[r]);
+        }
+    }
+    for (; b < nb; b++) {
         __m256 w[4];
         widen(kind, q + b * qb, w);
         __m256 scale = _mm256_broadcast_ss(dn + b);
@@ -99,16 +112,16 @@ static inline __attribute__((always_inline)) void dot_row(
         }
     }
     for (long r = 0; r < M; r++) {
-        float v = hsum(acc[r]);
+        float v = hsum(_mm256_add_ps(acc[r], acc2[r]));
         if (kind == Q4_1) {
-            const float *xs = xsum + r * nb;
+            const float *mn = m + n * nb, *xs = xsum + r * nb;
             for (long b = 0; b < nb; b++) v += mn[b] * xs[b];
         }
         out[r] = v;
     }
 }
 
-static void dots(int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const float *x,
+static void dots(int kind, const uint8_t *qs, const float *d, const float *m, const float *x,
                  const float *xsum, long n, long K, long M, float *out) {
     /* kind and M constant per case, so each case's loops unroll and its sums stay in registers */
 #define ROWS(KIND) \
@@ -145,8 +158,8 @@ static int refused(int kind, long K, long M) {
 
 /* y [M, N] = x [M, K] W^T + bias + residual, for output columns [n0, n1) only (callers split
  * N across threads); bias [N], residual [M, N] may be NULL. Returns 0, or -1 where refused
- * (no AVX2/FMA/F16C in this build, an unknown kind, K not a multiple of 32, M outside 1..MAX_ROWS). */
-int block_linear_f32(int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const float *x,
+ * (no AVX2/FMA in this build, an unknown kind, K not a multiple of 32, M outside 1..MAX_ROWS). */
+int block_linear_f32(int kind, const uint8_t *qs, const float *d, const float *m, const float *x,
                      const float *bias, const float *residual, float *y,
                      long n0, long n1, long K, long M, long N) {
     if (refused(kind, K, M)) return -1;
@@ -167,7 +180,7 @@ int block_linear_f32(int kind, const uint8_t *qs, const uint16_t *d, const uint1
 }
 
 /* y [M, F] = silu(x Wg^T) * (x Wu^T), W = [Wg; Wu] of 2F rows, for columns [n0, n1) of F. */
-int block_swiglu_f32(int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const float *x,
+int block_swiglu_f32(int kind, const uint8_t *qs, const float *d, const float *m, const float *x,
                      float *y, long n0, long n1, long K, long M, long F) {
     if (refused(kind, K, M)) return -1;
 #ifdef HAVE_AVX2

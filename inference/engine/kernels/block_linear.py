@@ -3,7 +3,7 @@ block_linear.c (why it exists and the layouts: see there).
 
 `Blocks` holds one weight matrix in the kernel's layout, repacked once from the file's
 bytes (`Blocks.from_gguf`); `load()` builds the kernel for this CPU and returns a
-BlockLinear where it can run (AVX2, FMA and F16C), else None (the reason logged), and the
+BlockLinear where it can run (AVX2 and FMA), else None (the reason logged), and the
 engine keeps F.linear on the fp32 weights.
 """
 
@@ -31,8 +31,8 @@ _P, _L, _I = ctypes.c_void_p, ctypes.c_long, ctypes.c_int
 
 @dataclass(frozen=True)
 class Blocks:
-    """W [n, k] as `kind` blocks: qs (uint8, see block_linear.c), d and m [n, k / 32] fp16
-    as the file holds them (m None for Q8_0)."""
+    """W [n, k] as `kind` blocks: qs (uint8, see block_linear.c), d and m [n, k / 32] fp32
+    (the file's fp16 widened; m None for Q8_0)."""
 
     kind: str
     qs: torch.Tensor
@@ -65,9 +65,9 @@ class Blocks:
         if self.kind == "Q4_1":
             h = self.qs.view(self.n, nb, 2, 1, 8)
             q = torch.cat([h & 15, h >> 4], dim=3).view(self.n, nb, BLOCK).float()
-            return (self.d.float()[..., None] * q + self.m.float()[..., None]).reshape(self.n, self.k)
+            return (self.d[..., None] * q + self.m[..., None]).reshape(self.n, self.k)
         q = self.qs.view(torch.int8).view(self.n, nb, BLOCK).float()
-        return (self.d.float()[..., None] * q).reshape(self.n, self.k)
+        return (self.d[..., None] * q).reshape(self.n, self.k)
 
     def rows(self, order: torch.Tensor) -> Blocks:
         """The same weights with their rows (output features) taken in `order`."""
@@ -90,7 +90,7 @@ class Blocks:
 
 
 def _fp16(b: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(np.ascontiguousarray(b).view(np.float16)[..., 0])
+    return np.ascontiguousarray(b).view(np.float16)[..., 0].astype(np.float32)
 
 
 class BlockLinear:
@@ -150,5 +150,5 @@ def _check(code: int) -> None:
 def load() -> BlockLinear | None:
     """The kernel for this CPU, or None (why is logged) where it cannot run."""
     lib = load_library(SOURCE, fallback="the fp32 weights serve every batch", supported="block_linear_supported",
-                       unsupported="this CPU has no AVX2/FMA/F16C")
+                       unsupported="this CPU has no AVX2/FMA")
     return None if lib is None else BlockLinear(lib)
