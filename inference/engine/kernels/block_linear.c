@@ -28,7 +28,10 @@
 #define HAVE_AVX2 1
 #endif
 
-#define MAX_ROWS 8
+/* Rows a call takes: each row costs its own FMAs per block, and past about 20 rows F.linear
+ * on the fp32 weights is the faster (measured on an AVX2 Zen 3 guest: 16 rows 166 ms a step
+ * of matmuls against 207). */
+#define MAX_ROWS 16
 #define Q4_1 0
 #define Q8_0 1
 

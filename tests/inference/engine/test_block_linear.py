@@ -55,7 +55,7 @@ def test_blocks_dequantize_as_the_gguf_library_does(kind):
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("n, k", [(576, 576), (101, 1536), (7, 32)])
-@pytest.mark.parametrize("rows", [1, 2, 3, 5, 8])
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, 8, 16])
 def test_rows_equal_f_linear_on_the_dequantized_weights(kernel, kind, n, k, rows):
     torch.manual_seed(n + k + rows)
     b, _ = blocks_of(kind, torch.randn(n, k) * 0.05)
