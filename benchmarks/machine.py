@@ -90,12 +90,17 @@ def git_state(directory: Path = BASE_DIR) -> dict:
         return {}
 
 
+SOURCE_SUFFIXES = (".py", ".c", ".h")  # the engine's kernels are C, built when first used
+
+
 def source_digest(*paths: Path) -> str:
-    """sha256 of the Python sources at `paths` (files or folders): worker processes import
-    them when they start, so an edit during a run would measure two versions under one name."""
+    """sha256 of the sources at `paths` (files or folders: Python, and the C of our kernels):
+    worker processes import or build them when they start, so an edit during a run would
+    measure two versions under one name."""
     h = hashlib.sha256()
     for path in paths:
-        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+        found = sorted(f for f in path.rglob("*") if f.suffix in SOURCE_SUFFIXES) if path.is_dir() else [path]
+        for f in found:
             h.update(str(f.relative_to(BASE_DIR)).encode())
             h.update(f.read_bytes())
     return h.hexdigest()[:16]
