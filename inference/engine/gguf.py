@@ -2,8 +2,8 @@
 the model's weights, for the block kernel (kernels/block_linear.py).
 
 The default model ships as a Q4_1 GGUF and is served as the fp32 weights transformers
-dequantized from it; a few-row matmul can read the file's blocks instead (6.4x fewer
-bytes than fp32). Model preparation matches them once (`matching_blocks`: a matrix takes
+dequantized from it; a few-row matmul can read the file's blocks instead (under a
+quarter of the fp32 weights' bytes). Model preparation matches them once (`matching_blocks`: a matrix takes
 its blocks only where they dequantize to exactly the weight the model holds, element for
 element, after undoing the row order llama.cpp's converter gives q and k) and saves them
 in the kernel's layout beside the weights (BLOCKS_FILE), keyed by the weights'

@@ -83,7 +83,8 @@ class Linear:
               blocks: Blocks | None = None) -> Linear:
         """`ln`: an RMSNorm scale to fold in, W diag(ln) (computed in fp32, then cast).
         `row_kernel`: for "packed", the kernel a single row runs on (where it fits W).
-        `block_kernel`, `blocks`: for "plain" fp32, the kernel and W's GGUF blocks for a few rows."""
+        `block_kernel`, `blocks`: for "plain" on an fp32 CPU model (the caller's to decide), the
+        kernel and W's GGUF blocks for a few rows."""
         w = w.detach().float()
         if ln is not None:
             w = w * ln.detach().float()[None, :]
@@ -99,7 +100,7 @@ class Linear:
             return cls(kind, _pack(gate), b, _pack(up), few=FewRows(row_kernel, gate, up, halves=True) if use_row else None)
         few = FewRows(row_kernel, w) if use_row else None
         if kind == "plain" and ln is None and block_kernel is not None and blocks is not None \
-                and dtype == torch.float32 and device.type == "cpu" and (blocks.n, blocks.k) == tuple(w.shape):
+                and (blocks.n, blocks.k) == tuple(w.shape):
             few = FewRows(block_kernel, blocks, halves=halves)
         return cls(kind, _pack(w) if kind == "packed" else w, b, few=few)
 

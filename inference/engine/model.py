@@ -115,14 +115,16 @@ class DecoderModel:
         self.linear_kind = kind = choose_kind(self.device, dtype, weights)
         row_kernel = row_linear.load() if kernels != "torch" and kind == "packed" else None
         blocks = blocks or {}
-        block_kernel = block_linear.load() if blocks and kernels != "torch" and kind == "plain" else None
+        use_blocks = (bool(blocks) and kernels != "torch" and kind == "plain" and self.device.type == "cpu"
+                      and dtype == torch.float32)
+        block_kernel = block_linear.load() if use_blocks else None
         # Folding the RMSNorm scale into the next matmul saves an op per norm; done only
         # where the kernel already gives up bit-parity with HF (bf16 CPU, int8).
         fold = kind != "plain"
         def mk(w: torch.Tensor, b: torch.Tensor | None = None, ln: torch.Tensor | None = None,
                halves: bool = False, names: tuple[str, ...] = ()) -> Linear:
-            parts = [blocks.get(f"{n}.weight") for n in names]
-            fused = Blocks.cat(parts) if names and all(parts) else None  # type: ignore[arg-type]
+            parts = [blocks.get(f"{n}.weight") for n in names] if block_kernel is not None else []
+            fused = Blocks.cat(parts) if parts and all(parts) else None  # type: ignore[arg-type]
             return Linear.build(w, b, ln if fold else None, device=self.device, dtype=dtype, kind=kind,
                                 halves=halves, row_kernel=row_kernel, block_kernel=block_kernel, blocks=fused)
 

@@ -74,7 +74,8 @@ def _fetch_gguf(cache_dir: Path) -> Path:
     return gguf
 
 
-def _convert(gguf: Path, out_dir: Path) -> None:
+def _convert(gguf: Path, out_dir: Path):
+    """Write the safetensors directory; returns the fp32 model it saved."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -108,18 +109,20 @@ def _convert(gguf: Path, out_dir: Path) -> None:
     if out_dir.exists():
         shutil.rmtree(out_dir)
     tmp.rename(out_dir)
+    return model
 
 
-def _save_blocks(gguf: Path, out_dir: Path) -> None:
-    """The GGUF's quantized blocks, matched to the saved weights, for the few-row kernel
-    (engine/gguf.py says why)."""
+def _save_blocks(gguf: Path, out_dir: Path, model=None) -> None:
+    """The GGUF's quantized blocks, matched to the saved weights (`model`: those weights in
+    fp32, loaded from out_dir when not given), for the few-row kernel (engine/gguf.py says why)."""
     import torch
     from transformers import AutoModelForCausalLM
 
     from .gguf import matching_blocks, save_blocks
 
     _say("step 4/5: matching the GGUF's 4-bit blocks to the weights (for few-row decode steps)")
-    model = AutoModelForCausalLM.from_pretrained(out_dir, dtype=torch.float32)
+    if model is None:
+        model = AutoModelForCausalLM.from_pretrained(out_dir, dtype=torch.float32)
     blocks = matching_blocks(gguf, model)
     save_blocks(out_dir, blocks)  # also when none match: the directory is then prepared as it is
     _say(f"step 4/5: {len(blocks)} weight matrices have blocks")
@@ -154,8 +157,7 @@ def prepare_model(out_dir: Path = DEFAULT_DIR, *, cache_dir: Path | None = None,
         return out_dir
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     gguf = _fetch_gguf(cache_dir)
-    _convert(gguf, out_dir)
-    _save_blocks(gguf, out_dir)
+    _save_blocks(gguf, out_dir, _convert(gguf, out_dir))
     _verify(out_dir)
     _say(f"done: {out_dir}")
     return out_dir

@@ -6,7 +6,8 @@
  *
  * Why our own: the default model ships as a Q4_1 GGUF and runs in torch as the fp32 weights
  * dequantized from it. At a few rows (the decode step of a quiet site's one or two streams)
- * a matmul only streams its weights, and fp32 holds 6.4x the bytes of the 4-bit blocks.
+ * a matmul only streams its weights, and fp32 holds over four times the bytes of the
+ * blocks (as held here, fp32 scales included).
  * Here each block is read as shipped and widened to fp32 in registers. d q is exact in
  * fp32, so the weights are the dequantized model's (to the rounding of its one add); the
  * sums run in another order than F.linear's, and the minimum enters once per block through
@@ -17,8 +18,8 @@
  *     its low nibble and 16h + 8 + j in its high nibble, so one zero-extending load and a
  *     mask or a shift give eight consecutive weights;
  *   qs [N, K/32, 32] int8 for Q8_0;
- *   d, m [N, K/32] fp32 (m only for Q4_1): the file's fp16 scales widened once at load
- *     (widening them a row at a time in here cost more than their 15 MB of reads saved).
+ *   d, m [N, K/32] fp32 (m only for Q4_1): the file's fp16 scales widened once at load;
+ *     widening them a row at a time in here cost more than the bytes it saved.
  * Needs AVX2 and FMA; block_linear_supported() says whether this build has them.
  */
 #include <stdint.h>
@@ -28,9 +29,8 @@
 #define HAVE_AVX2 1
 #endif
 
-/* Rows a call takes: each row costs its own FMAs per block, and past about 20 rows F.linear
- * on the fp32 weights is the faster (measured on an AVX2 Zen 3 guest: 16 rows 166 ms a step
- * of matmuls against 207). */
+/* Rows a call takes: each row costs its own FMAs per block, and a little past this many
+ * rows F.linear on the fp32 weights is the faster (docs/benchmarks-engine.md). */
 #define MAX_ROWS 16
 #define PREFETCH_BYTES 512
 #define Q4_1 0

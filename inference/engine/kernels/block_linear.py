@@ -18,13 +18,11 @@ import numpy as np
 import torch
 
 from .build import load_library
-from .calls import run_split
+from .calls import MIN_FEATURES_PER_THREAD, run_split
 
 SOURCE = Path(__file__).with_name("block_linear.c")
 KINDS = {"Q4_1": 0, "Q8_0": 1}  # block_linear.c's kind codes, by GGUF type name
 BLOCK = 32  # weights per block in both types
-# As in row_linear.py: only a matmul as wide as the LM head is worth splitting across threads.
-MIN_FEATURES_PER_THREAD = 16384
 
 _P, _L, _I = ctypes.c_void_p, ctypes.c_long, ctypes.c_int
 

@@ -15,13 +15,10 @@ from pathlib import Path
 import torch
 
 from .build import load_library
-from .calls import run_split
+from .calls import MIN_FEATURES_PER_THREAD, run_split
 
 SOURCE = Path(__file__).with_name("row_linear.c")
-# Output features per thread below which a split costs more than it saves: handing a piece
-# to the pool costs tens of microseconds, as much as streaming a small layer's weights, so
-# of a decode step's matmuls only the LM head is split.
-MIN_FEATURES_PER_THREAD = 16384
+
 
 _P, _L = ctypes.c_void_p, ctypes.c_long
 
