@@ -20,16 +20,19 @@ The RMSNorm scale before a matmul is folded into its weight (W diag(ln), in fp32
 
 A few rows (the decode step of one or a few streams) may run on a kernel of ours instead,
 beside the weights the kind keeps for every other batch (`FewRows`):
-- "packed" with the one-row kernel (kernels/row_linear.py): the bf16 weights row-major
-  too, for a single row;
-- "plain" fp32 with the block kernel (kernels/block_linear.py): the GGUF blocks the fp32
-  weights were dequantized from, for up to its max_rows rows.
+- the block kernel (kernels/block_linear.py), for up to its max_rows rows of "plain" fp32,
+  or of bf16 where the CPU has AVX512-BF16: the GGUF blocks the weights were dequantized
+  from, widened in registers to exactly the weights the kind holds (for "packed", rounded
+  to bf16 with the RMSNorm scale folded in, as below);
+- else "packed" with the one-row kernel (kernels/row_linear.py): the bf16 weights
+  row-major too, for a single row.
 
 Shapes: x [..., K] -> y [..., N]; W [N, K]; halves: W = [W_gate; W_up], each [F, K].
 """
 
 from __future__ import annotations
 
+import time
 import warnings
 from contextlib import contextmanager
 
@@ -49,23 +52,23 @@ class FewRows:
     """A matmul's weights on one of our kernels, for the few rows `takes` accepts."""
 
     def __init__(self, kernel: RowLinear | BlockLinear, w: torch.Tensor | Blocks, w_up: torch.Tensor | None = None,
-                 *, halves: bool = False):
-        self.kernel, self.w, self.w_up, self.halves = kernel, w, w_up, halves
+                 *, halves: bool = False, ln: torch.Tensor | None = None):
+        """`ln`: for the block kernel, the RMSNorm scale folded into W (fp32), or None."""
+        self.kernel, self.w, self.w_up, self.halves, self.ln = kernel, w, w_up, halves, ln
+        self.max_rows = 1 if isinstance(kernel, RowLinear) else kernel.max_rows
 
     def takes(self, x: torch.Tensor, halves: bool = False) -> bool:
-        if halves != self.halves:
-            return False
-        if isinstance(self.kernel, RowLinear):
-            return x.numel() == x.shape[-1]
-        return self.kernel.takes(x)
+        return halves == self.halves and x.numel() <= self.max_rows * x.shape[-1]
 
     def linear(self, x: torch.Tensor, b: torch.Tensor | None, residual: torch.Tensor | None = None) -> torch.Tensor:
-        return self.kernel.linear(self.w, b, x, residual)
+        if isinstance(self.kernel, RowLinear):
+            return self.kernel.linear(self.w, b, x, residual)
+        return self.kernel.linear(self.w, b, x, residual, self.ln)
 
     def swiglu(self, x: torch.Tensor) -> torch.Tensor:
         if isinstance(self.kernel, RowLinear):
             return self.kernel.swiglu(self.w, self.w_up, x)
-        return self.kernel.swiglu(self.w, x)
+        return self.kernel.swiglu(self.w, x, self.ln)
 
 
 class Linear:
@@ -83,30 +86,38 @@ class Linear:
               blocks: Blocks | None = None) -> Linear:
         """`ln`: an RMSNorm scale to fold in, W diag(ln) (computed in fp32, then cast).
         `row_kernel`: for "packed", the kernel a single row runs on (where it fits W).
-        `block_kernel`, `blocks`: for "plain" on an fp32 CPU model (the caller's to decide), the
-        kernel and W's GGUF blocks for a few rows."""
+        `block_kernel`, `blocks`: for "plain" or "packed" on a CPU model of the dtypes the
+        kernel takes (the caller's to decide), the kernel and W's GGUF blocks for a few rows;
+        they replace the row kernel."""
         w = w.detach().float()
-        if ln is not None:
-            w = w * ln.detach().float()[None, :]
+        fold = None if ln is None else ln.detach().float().contiguous()
+        if fold is not None:
+            w = w * fold[None, :]
         if kind == "int8":
             bias = None if b is None else b.detach().float().contiguous()
             # Without VNNI, FBGEMM's AVX2 path sums u8 x s8 pairs in int16: 7-bit activations.
             return cls(kind, _prepack_int8(w, bias), None, reduce_range=not cpu_has_vnni())
         b = None if b is None else b.detach().to(device=device, dtype=dtype)
         w = w.to(device=device, dtype=dtype).contiguous()
-        use_row = kind == "packed" and row_kernel is not None and row_kernel.fits(w)
+        few = None
+        if block_kernel is not None and blocks is not None and (blocks.n, blocks.k) == tuple(w.shape) \
+                and (fold is None or dtype == torch.bfloat16):
+            few = FewRows(block_kernel, blocks, halves=halves, ln=fold)
+        use_row = few is None and kind == "packed" and row_kernel is not None and row_kernel.fits(w)
         if kind == "packed" and halves:  # SwiGLU: gate and up as two packed matmuls with post-ops
             gate, up = (t.contiguous() for t in w.chunk(2, dim=0))
-            return cls(kind, _pack(gate), b, _pack(up), few=FewRows(row_kernel, gate, up, halves=True) if use_row else None)
-        few = FewRows(row_kernel, w) if use_row else None
-        if kind == "plain" and ln is None and block_kernel is not None and blocks is not None \
-                and (blocks.n, blocks.k) == tuple(w.shape):
-            few = FewRows(block_kernel, blocks, halves=halves)
+            return cls(kind, _pack(gate), b, _pack(up), few=FewRows(row_kernel, gate, up, halves=True) if use_row else few)
+        if use_row:
+            few = FewRows(row_kernel, w)
         return cls(kind, _pack(w) if kind == "packed" else w, b, few=few)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if self.few is not None and self.few.takes(x):
             return self.few.linear(x, self.b)
+        return self.own(x)
+
+    def own(self, x: torch.Tensor) -> torch.Tensor:
+        """x W^T (+ b) on the kind's own weights, whatever the rows."""
         if self.kind == "int8":
             return torch.ops.quantized.linear_dynamic(x, self.w, self.reduce_range)
         if self.kind == "packed":
@@ -132,6 +143,31 @@ class Linear:
             return torch.ops.mkldnn._linear_pointwise.binary(x, gate, self.w_up, None, "mul")
         gate, up = self(x).chunk(2, dim=-1)
         return F.silu(gate) * up
+
+
+def rows_faster_on_few(lin: Linear, dtype: torch.dtype, cap: int, rounds: int = 3) -> int:
+    """The most rows m <= cap of `dtype` such that lin's few-row kernel ran faster than its own
+    weights at every row count up to m, timed here (best of `rounds`, interleaved); 0 if
+    not at one. Where the blocks beat oneDNN's packed bf16 depends on the machine's read
+    bandwidth against its arithmetic, so it is measured, not assumed."""
+    if lin.few is None:
+        return 0
+    k = lin.few.w.k if isinstance(lin.few.w, Blocks) else lin.few.w.shape[1]
+    few = lin.few
+    rows = 0
+    with torch.inference_mode():
+        for m in range(1, cap + 1):
+            x = torch.randn(m, k).to(dtype)
+            best = {"few": float("inf"), "own": float("inf")}
+            for _ in range(rounds):
+                for name, fn in (("few", few.linear), ("own", lambda x, _b: lin.own(x))):
+                    start = time.perf_counter()
+                    fn(x, lin.b)
+                    best[name] = min(best[name], time.perf_counter() - start)
+            if best["few"] >= best["own"]:
+                break
+            rows = m
+    return rows
 
 
 def choose_kind(device: torch.device, dtype: torch.dtype, weights: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from .config import EngineConfig
 from .fingerprint import NoWeightsError, model_fingerprint
 from .gguf import load_blocks
-from .model import DecoderModel
+from .model import DecoderModel, few_row_blocks
 
 __all__ = ["LoadedModel", "UnsupportedModelError", "load_model", "model_fingerprint", "resolve_model_dir"]
 
@@ -97,7 +97,6 @@ def eos_ids(model_dir: Path, hf_config: Any, tokenizer: Any) -> frozenset[int]:
 
 def load_model(config: EngineConfig) -> LoadedModel:
     """Load weights and tokenizer for `config.model`, or raise UnsupportedModelError."""
-    import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     config.apply_cpu_settings()
@@ -117,10 +116,10 @@ def load_model(config: EngineConfig) -> LoadedModel:
     hf_model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, local_files_only=True)
     hf_model.eval()
     tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
-    # The GGUF blocks fp32 weights came from, for the block kernel's few-row matmuls (gguf.py).
-    few_row_blocks = device.type == "cpu" and dtype == torch.float32 and weights == "native" and config.kernels != "torch"
+    # The GGUF blocks the weights came from, for the block kernel's few-row matmuls (gguf.py).
+    wants_blocks = few_row_blocks(device, dtype, weights, config.kernels) is not None
     model = DecoderModel(hf_model, device=device, dtype=dtype, max_context=config.max_context, weights=weights,
-                         kernels=config.kernels, blocks=load_blocks(model_dir, fingerprint) if few_row_blocks else None)
+                         kernels=config.kernels, blocks=load_blocks(model_dir, fingerprint) if wants_blocks else None)
     del hf_model  # DecoderModel holds (fused copies of) every weight it needs
     return LoadedModel(
         model=model,

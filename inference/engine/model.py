@@ -16,8 +16,8 @@ through FBGEMM (fp32 activations). fp32 follows HF's numerics closely enough tha
 output matches token for token. Where our CPU kernels build (kernels/, kernels="auto"), a
 decode forward's attention (one new token per row, with its RoPE and KV write) runs on
 decode_attention.c instead of torch's SDPA, which prefill always uses, a one-row
-bf16 matmul on row_linear.c instead of oneDNN, and an fp32 matmul of a few rows on the
-GGUF blocks the weights came from (block_linear.c, gguf.py) instead of F.linear.
+bf16 matmul on row_linear.c instead of oneDNN, and an fp32 or bf16 matmul of a few rows on
+the GGUF blocks the weights came from (block_linear.c, gguf.py) instead of torch's.
 
 Cache layout: [L, B, 2 Hkv, T, D], heads 0..Hkv-1 keys, Hkv..2Hkv-1 values.
 Shapes: B rows, S new tokens per row, T cache positions attended, L layers, H query heads,
@@ -26,6 +26,7 @@ Hkv key/value heads, G = H // Hkv, D head dim, E hidden size, F MLP size, V voca
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -35,12 +36,14 @@ import torch.nn.functional as F
 
 from .kernels import block_linear, decode_attention, row_linear
 from .kernels.block_linear import Blocks
-from .linear import Linear, choose_kind
+from .linear import Linear, choose_kind, rows_faster_on_few
 
 # A causal prefill longer than two of these runs SDPA per chunk of this many queries, each
 # against the keys up to its end: SDPA's CPU kernel skips little above the diagonal by
 # itself (its key blocks are long), so the chunks skip the rest.
 CAUSAL_CHUNK = 64
+
+log = logging.getLogger(__name__)
 
 # Our CPU kernels: "auto" where they build, "ours" (the decode attention kernel must build)
 # or "torch" (torch's own ops only).
@@ -90,13 +93,25 @@ class LayerWeights:
     down: Linear  # [E, F]
 
 
+def few_row_blocks(device: torch.device, dtype: torch.dtype, weights: str, kernels: str) -> block_linear.BlockLinear | None:
+    """The block kernel, where a model of these settings runs its few-row matmuls on the
+    GGUF blocks (a CPU, the dtype's own weights, fp32, or bf16 on AVX512-BF16); else None."""
+    if kernels == "torch" or weights != "native" or torch.device(device).type != "cpu" \
+            or dtype not in (torch.float32, torch.bfloat16):
+        return None
+    kernel = block_linear.load()
+    return kernel if kernel is not None and (dtype == torch.float32 or kernel.bf16) else None
+
+
 class DecoderModel:
     def __init__(self, hf_model: Any, *, device: torch.device, dtype: torch.dtype, max_context: int,
-                 weights: str = "native", kernels: str = "auto", blocks: dict[str, Blocks] | None = None):
+                 weights: str = "native", kernels: str = "auto", blocks: dict[str, Blocks] | None = None,
+                 block_rows: int | None = None):
         """`dtype`: activations, KV cache and (unless `weights` is "int8") weights; int8
         weights take fp32 activations (see linear.py). `kernels`: one of KERNELS.
-        `blocks`: the GGUF blocks of fp32 weights, by HF weight name (gguf.load_blocks),
-        for few-row matmuls on the block kernel."""
+        `blocks`: the GGUF blocks of the weights, by HF weight name (gguf.load_blocks),
+        for few-row matmuls on the block kernel. `block_rows`: for bf16, the most rows
+        those run on the blocks; None: timed against oneDNN on the LM head, here."""
         cfg = hf_model.config
         self.device = torch.device(device)
         if weights == "int8" and dtype != torch.float32:
@@ -113,11 +128,9 @@ class DecoderModel:
         if kernels not in KERNELS:
             raise ValueError(f"unknown kernels {kernels!r}")
         self.linear_kind = kind = choose_kind(self.device, dtype, weights)
-        row_kernel = row_linear.load() if kernels != "torch" and kind == "packed" else None
         blocks = blocks or {}
-        use_blocks = (bool(blocks) and kernels != "torch" and kind == "plain" and self.device.type == "cpu"
-                      and dtype == torch.float32)
-        block_kernel = block_linear.load() if use_blocks else None
+        block_kernel = few_row_blocks(self.device, dtype, weights, kernels) if blocks else None
+        row_kernel = None
         # Folding the RMSNorm scale into the next matmul saves an op per norm; done only
         # where the kernel already gives up bit-parity with HF (bf16 CPU, int8).
         fold = kind != "plain"
@@ -125,10 +138,26 @@ class DecoderModel:
                halves: bool = False, names: tuple[str, ...] = ()) -> Linear:
             parts = [blocks.get(f"{n}.weight") for n in names] if block_kernel is not None else []
             fused = Blocks.cat(parts) if parts and all(parts) else None  # type: ignore[arg-type]
-            return Linear.build(w, b, ln if fold else None, device=self.device, dtype=dtype, kind=kind,
-                                halves=halves, row_kernel=row_kernel, block_kernel=block_kernel, blocks=fused)
+            lin = Linear.build(w, b, ln if fold else None, device=self.device, dtype=dtype, kind=kind,
+                               halves=halves, row_kernel=row_kernel, block_kernel=block_kernel, blocks=fused)
+            if lin.few is not None and block_rows is not None and isinstance(lin.few.w, Blocks):
+                lin.few.max_rows = block_rows
+            return lin
 
         inner = hf_model.model
+        lm_head = None
+        if block_kernel is not None and dtype == torch.bfloat16 and block_rows is None:
+            lm_head = mk(hf_model.lm_head.weight, None, inner.norm.weight, names=("lm_head",))
+            block_rows = rows_faster_on_few(lm_head, dtype, block_kernel.max_rows)
+            log.info("bf16 matmuls of up to %d rows run on the GGUF blocks (timed against oneDNN here)", block_rows)
+            if lm_head.few is not None:
+                lm_head.few.max_rows = block_rows
+            if block_rows == 0:
+                block_kernel = lm_head = None
+        # Where the blocks serve one row they read fewer bytes than the row kernel's bf16 copy.
+        if kernels != "torch" and kind == "packed" and block_kernel is None:
+            row_kernel = row_linear.load()
+        self.block_rows = block_rows if block_kernel is not None else 0
         self.layers: list[LayerWeights] = []
         for i, layer in enumerate(inner.layers):
             att, mlp = layer.self_attn, layer.mlp
@@ -148,7 +177,7 @@ class DecoderModel:
             ))
         self.embed = self._w(inner.embed_tokens.weight)  # [V, E]
         self.norm = None if fold else self._w(inner.norm.weight)  # [E]
-        self.lm_head = mk(hf_model.lm_head.weight, None, inner.norm.weight, names=("lm_head",))  # [V, E]
+        self.lm_head = lm_head or mk(hf_model.lm_head.weight, None, inner.norm.weight, names=("lm_head",))  # [V, E]
         # RoPE tables for every position, computed as HF does (fp32, then cast), from the
         # model's own rotary module so any scaling it implements (llama3, yarn, ...) applies.
         rotary = inner.rotary_emb

@@ -21,12 +21,26 @@
  *   d, m [N, K/32] fp32 (m only for Q4_1): the file's fp16 scales widened once at load;
  *     widening them a row at a time in here cost more than the bytes it saved.
  * Needs AVX2 and FMA; block_linear_supported() says whether this build has them.
+ *
+ * The same blocks serve a bf16 model's few rows (block_linear_bf16, block_swiglu_bf16;
+ * AVX-512 with BF16 and VNNI, block_linear_bf16_supported()). Widening each weight to bf16
+ * for vdpbf16ps cost more than streaming the bf16 weights; instead each row of x (times the
+ * RMSNorm scale, where linear.py folds one into the packed weights) is quantized per block
+ * of 32 to int16, and one vpdpwssd a block and row multiplies it by the block's q widened
+ * to int16. That moves each value by at most 2^-16 of its block's largest, less than bf16's
+ * own rounding of any value within 2^-7 of it, and the weights are the fp32 ones the file
+ * dequantizes to, so the sums come out closer to fp32 than the packed bf16 weights give
+ * them; rounded once to bf16.
  */
 #include <stdint.h>
 #include <math.h>
+#include "bf16.h"
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define HAVE_AVX2 1
+#endif
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) && defined(__AVX512BF16__)
+#define HAVE_AVX512_BF16 1
 #endif
 
 /* Rows a call takes: each row costs its own FMAs per block, and a little past this many
@@ -38,6 +52,14 @@
 
 int block_linear_supported(void) {
 #ifdef HAVE_AVX2
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+int block_linear_bf16_supported(void) {
+#ifdef HAVE_AVX512_BF16
     return 1;
 #else
     return 0;
@@ -200,6 +222,176 @@ int block_swiglu_f32(int kind, const uint8_t *qs, const float *d, const float *m
         for (long r = 0; r < M; r++)  /* clamped: expf past ~88 is inf, which fast-math does not promise */
             y[r * F + n] = g[r] / (1.f + expf(fminf(-g[r], 80.f))) * u[r];
     }
+#endif
+    return 0;
+}
+
+#ifdef HAVE_AVX512_BF16
+/* Rows of x as int16 per block of 32: xq = round(x ln / sx) with sx = max |x ln| / 32767 over
+ * the block, and xsum the block's sum of x ln (what a Q4_1 minimum multiplies), from the
+ * unrounded values. The words go in the order the kind's weights widen to (widen16):
+ * Q4_1 [0-7, 16-23, 8-15, 24-31], Q8_0 as they come. */
+static void quantize_rows(int kind, const uint16_t *x, const float *ln, long K, long M,
+                          int16_t *xq, float *sx, float *xsum) {
+    const long nb = K / 32;
+    const __m512 sign = _mm512_set1_ps(-0.f);
+    for (long r = 0; r < M; r++)
+        for (long b = 0; b < nb; b++) {
+            const uint16_t *xb = x + r * K + 32 * b;
+            __m512 v[2];
+            for (int h = 0; h < 2; h++) {
+                v[h] = _mm512_castsi512_ps(_mm512_slli_epi32(
+                    _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(xb + 16 * h))), 16));
+                if (ln) v[h] = _mm512_mul_ps(v[h], _mm512_loadu_ps(ln + 32 * b + 16 * h));
+            }
+            float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, v[0]), _mm512_andnot_ps(sign, v[1])));
+            float inv = amax > 0.f ? 32767.f / amax : 0.f;
+            sx[r * nb + b] = amax / 32767.f;
+            xsum[r * nb + b] = _mm512_reduce_add_ps(_mm512_add_ps(v[0], v[1]));
+            __m256i q0 = _mm512_cvtsepi32_epi16(_mm512_cvt_roundps_epi32(_mm512_mul_ps(v[0], _mm512_set1_ps(inv)),
+                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+            __m256i q1 = _mm512_cvtsepi32_epi16(_mm512_cvt_roundps_epi32(_mm512_mul_ps(v[1], _mm512_set1_ps(inv)),
+                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+            int16_t *out = xq + r * K + 32 * b;
+            if (kind == Q4_1) {  /* weights 0-15 in q0, 16-31 in q1: interleave their halves of 8 */
+                __m128i a0 = _mm256_castsi256_si128(q0), a1 = _mm256_extracti128_si256(q0, 1);
+                __m128i b0 = _mm256_castsi256_si128(q1), b1 = _mm256_extracti128_si256(q1, 1);
+                _mm_storeu_si128((__m128i *)out, a0);
+                _mm_storeu_si128((__m128i *)(out + 8), b0);
+                _mm_storeu_si128((__m128i *)(out + 16), a1);
+                _mm_storeu_si128((__m128i *)(out + 24), b1);
+            } else {
+                _mm256_storeu_si256((__m256i *)out, q0);
+                _mm256_storeu_si256((__m256i *)(out + 16), q1);
+            }
+        }
+}
+
+/* The 32 q of one block as int16 words (Q4_1: low nibbles of the 16 bytes, then high). */
+static inline __attribute__((always_inline)) __m512i widen16(int kind, const uint8_t *q) {
+    if (kind == Q4_1) {
+        __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)q));
+        v = _mm256_and_si256(_mm256_srlv_epi16(v, _mm256_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0)),
+                             _mm256_set1_epi8(15));
+        return _mm512_cvtepu8_epi16(v);
+    }
+    return _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)q));
+}
+
+/* out[r] = sum_b d_b sx_rb (q_b . xq_rb) + m_b xsum_rb for the M quantized rows. */
+static inline __attribute__((always_inline)) void dot_row_i16(
+        int kind, const uint8_t *qs, const float *d, const float *m, const int16_t *xq, const float *sx,
+        const float *xsum, long n, long K, long M, float *out) {
+    const long nb = K / 32, qb = kind == Q4_1 ? 16 : 32;
+    const uint8_t *q = qs + n * nb * qb;
+    const float *dn = d + n * nb;
+    float scale[M * nb];  /* d_b sx_rb: each block's scale for each row */
+    for (long r = 0; r < M; r++)
+        for (long b = 0; b < nb; b++) scale[r * nb + b] = dn[b] * sx[r * nb + b];
+    __m512 acc[MAX_ROWS], acc2[MAX_ROWS];
+    for (long r = 0; r < M; r++) acc[r] = acc2[r] = _mm512_setzero_ps();
+    long b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        _mm_prefetch((const char *)(q + b * qb + PREFETCH_BYTES), _MM_HINT_T0);
+        _mm_prefetch((const char *)(dn + b + PREFETCH_BYTES / 8), _MM_HINT_T0);
+        __m512i w = widen16(kind, q + b * qb), v = widen16(kind, q + (b + 1) * qb);
+        for (long r = 0; r < M; r++) {
+            const int16_t *xb = xq + r * K + 32 * b;
+            __m512i s = _mm512_dpwssd_epi32(_mm512_setzero_si512(), w, _mm512_loadu_si512(xb));
+            __m512i t = _mm512_dpwssd_epi32(_mm512_setzero_si512(), v, _mm512_loadu_si512(xb + 32));
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(scale[r * nb + b]), acc[r]);
+            acc2[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_set1_ps(scale[r * nb + b + 1]), acc2[r]);
+        }
+    }
+    for (; b < nb; b++) {
+        __m512i w = widen16(kind, q + b * qb);
+        for (long r = 0; r < M; r++) {
+            __m512i s = _mm512_dpwssd_epi32(_mm512_setzero_si512(), w, _mm512_loadu_si512(xq + r * K + 32 * b));
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(scale[r * nb + b]), acc[r]);
+        }
+    }
+    for (long r = 0; r < M; r++) {
+        float v = _mm512_reduce_add_ps(_mm512_add_ps(acc[r], acc2[r]));
+        if (kind == Q4_1) {
+            const float *mn = m + n * nb, *xs = xsum + r * nb;
+            for (long b = 0; b < nb; b++) v += mn[b] * xs[b];
+        }
+        out[r] = v;
+    }
+}
+
+static void dots_i16(int kind, const uint8_t *qs, const float *d, const float *m, const int16_t *xq,
+                     const float *sx, const float *xsum, long n, long K, long M, float *out) {
+#define ROWS(KIND) \
+    switch (M) { \
+    case 1: dot_row_i16(KIND, qs, d, m, xq, sx, xsum, n, K, 1, out); break; \
+    case 2: dot_row_i16(KIND, qs, d, m, xq, sx, xsum, n, K, 2, out); break; \
+    case 3: dot_row_i16(KIND, qs, d, m, xq, sx, xsum, n, K, 3, out); break; \
+    case 4: dot_row_i16(KIND, qs, d, m, xq, sx, xsum, n, K, 4, out); break; \
+    default: dot_row_i16(KIND, qs, d, m, xq, sx, xsum, n, K, M, out); break; \
+    }
+    if (kind == Q4_1) ROWS(Q4_1) else ROWS(Q8_0)
+#undef ROWS
+}
+#endif
+
+static int refused_bf16(int kind, long K, long M) {
+#ifdef HAVE_AVX512_BF16
+    return (kind != Q4_1 && kind != Q8_0) || K % 32 || M < 1 || M > MAX_ROWS;
+#else
+    (void)kind; (void)K; (void)M;
+    return 1;
+#endif
+}
+
+/* y [M, N] = round(x diag(ln) W^T + bias + residual) for bf16 x, bias [N], residual [M, N]
+ * (either may be NULL), ln [K] fp32 an RMSNorm scale (or NULL); output columns [n0, n1).
+ * Returns 0, or -1 where refused (no AVX512-BF16/VNNI in this build, an unknown kind, K not
+ * a multiple of 32, M outside 1..MAX_ROWS). */
+int block_linear_bf16(int kind, const uint8_t *qs, const float *d, const float *m, const float *ln,
+                      const uint16_t *x, const uint16_t *bias, const uint16_t *residual, uint16_t *y,
+                      long n0, long n1, long K, long M, long N) {
+    if (refused_bf16(kind, K, M)) return -1;
+#ifdef HAVE_AVX512_BF16
+    const long nb = K / 32;
+    int16_t xq[M * K];
+    float sx[M * nb], xsum[M * nb], out[MAX_ROWS];
+    quantize_rows(kind, x, ln, K, M, xq, sx, xsum);
+    for (long n = n0; n < n1; n++) {
+        dots_i16(kind, qs, d, m, xq, sx, xsum, n, K, M, out);
+        for (long r = 0; r < M; r++) {
+            float v = out[r];
+            if (bias) v += bf16_to_f32(bias[n]);
+            if (residual) v += bf16_to_f32(residual[r * N + n]);
+            y[r * N + n] = f32_to_bf16(v);
+        }
+    }
+#else
+    (void)qs; (void)d; (void)m; (void)ln; (void)x; (void)bias; (void)residual; (void)y; (void)n0; (void)n1; (void)N;
+#endif
+    return 0;
+}
+
+/* y [M, F] = silu(x' Wg^T) * (x' Wu^T), x' = x diag(ln), for bf16 x, rounded as
+ * row_swiglu_bf16 does, W = [Wg; Wu] of 2F rows; columns [n0, n1) of F. */
+int block_swiglu_bf16(int kind, const uint8_t *qs, const float *d, const float *m, const float *ln,
+                      const uint16_t *x, uint16_t *y, long n0, long n1, long K, long M, long F) {
+    if (refused_bf16(kind, K, M)) return -1;
+#ifdef HAVE_AVX512_BF16
+    const long nb = K / 32;
+    int16_t xq[M * K];
+    float sx[M * nb], xsum[M * nb], g[MAX_ROWS], u[MAX_ROWS];
+    quantize_rows(kind, x, ln, K, M, xq, sx, xsum);
+    for (long n = n0; n < n1; n++) {
+        dots_i16(kind, qs, d, m, xq, sx, xsum, n, K, M, g);
+        dots_i16(kind, qs, d, m, xq, sx, xsum, n + F, K, M, u);
+        for (long r = 0; r < M; r++) {
+            float gate = bf16_to_f32(f32_to_bf16(g[r] / (1.f + expf(fminf(-g[r], 80.f)))));
+            y[r * F + n] = f32_to_bf16(gate * u[r]);
+        }
+    }
+#else
+    (void)qs; (void)d; (void)m; (void)ln; (void)x; (void)y; (void)n0; (void)n1; (void)F;
 #endif
     return 0;
 }

@@ -1,10 +1,10 @@
-"""Matmuls over a GGUF file's Q4_1 and Q8_0 weight blocks, for a few fp32 rows, through
-block_linear.c (why it exists and the layouts: see there).
+"""Matmuls over a GGUF file's Q4_1 and Q8_0 weight blocks, for a few fp32 or bf16 rows,
+through block_linear.c (why it exists and the layouts: see there).
 
 `Blocks` holds one weight matrix in the kernel's layout, repacked once from the file's
 bytes (`Blocks.from_gguf`); `load()` builds the kernel for this CPU and returns a
-BlockLinear where it can run (AVX2 and FMA), else None (the reason logged), and the
-engine keeps F.linear on the fp32 weights.
+BlockLinear where it can run (AVX2 and FMA; bf16 rows also need AVX512-BF16), else None
+(the reason logged), and the engine keeps torch's matmuls on the model's weights.
 """
 
 from __future__ import annotations
@@ -92,51 +92,82 @@ def _fp16(b: np.ndarray) -> np.ndarray:
 
 
 class BlockLinear:
+    """x W^T over Blocks for a few rows: fp32 rows anywhere with AVX2/FMA, bf16 rows (with
+    an RMSNorm scale `ln` folded in, as linear.py's packed weights have it) where the CPU
+    has AVX512-BF16 too (`bf16`)."""
+
     def __init__(self, lib: ctypes.CDLL):
         self._linear = lib.block_linear_f32
         self._linear.argtypes, self._linear.restype = [_I, _P, _P, _P, _P, _P, _P, _P, _L, _L, _L, _L, _L], _I
         self._swiglu = lib.block_swiglu_f32
         self._swiglu.argtypes, self._swiglu.restype = [_I, _P, _P, _P, _P, _P, _L, _L, _L, _L, _L], _I
+        self._linear_bf16 = lib.block_linear_bf16
+        self._linear_bf16.argtypes, self._linear_bf16.restype = [_I, *[_P] * 8, _L, _L, _L, _L, _L], _I
+        self._swiglu_bf16 = lib.block_swiglu_bf16
+        self._swiglu_bf16.argtypes, self._swiglu_bf16.restype = [_I, *[_P] * 6, _L, _L, _L, _L, _L], _I
         self.max_rows = int(lib.block_linear_max_rows())
+        self.bf16 = bool(lib.block_linear_bf16_supported())
 
     def linear(self, w: Blocks, b: torch.Tensor | None, x: torch.Tensor,
-               residual: torch.Tensor | None = None) -> torch.Tensor:
-        """x W^T (+ b) (+ residual) for x [..., K] of at most max_rows rows, fp32."""
+               residual: torch.Tensor | None = None, ln: torch.Tensor | None = None) -> torch.Tensor:
+        """x W^T (+ b) (+ residual) for x [..., K] of at most max_rows rows, fp32 or bf16
+        (the output's dtype); `ln` [K]: bf16 only."""
         x, rows = self._rows(x, w.k)
-        out = torch.empty(*x.shape[:-1], w.n, dtype=torch.float32)
+        out = torch.empty(*x.shape[:-1], w.n, dtype=x.dtype)
         if residual is not None:
-            residual = _fp32(residual, out.shape, "residual")
-        head = (KINDS[w.kind], *_ptrs(w), x.data_ptr(), 0 if b is None else _fp32(b, (w.n,), "bias").data_ptr(),
-                0 if residual is None else residual.data_ptr(), out.data_ptr())
-        run_split("block_linear", self._linear, head, w.n, (w.k, rows, w.n), MIN_FEATURES_PER_THREAD, _check)
+            residual = _same(residual, out.shape, x.dtype, "residual")
+        bias = 0 if b is None else _same(b, (w.n,), x.dtype, "bias").data_ptr()
+        tail = (0 if residual is None else residual.data_ptr(), out.data_ptr())
+        if x.dtype == torch.bfloat16:
+            fn, head = self._linear_bf16, (KINDS[w.kind], *_ptrs(w), self._ln(ln, w.k), x.data_ptr(), bias, *tail)
+        else:
+            _no_fold(ln)
+            fn, head = self._linear, (KINDS[w.kind], *_ptrs(w), x.data_ptr(), bias, *tail)
+        run_split("block_linear", fn, head, w.n, (w.k, rows, w.n), MIN_FEATURES_PER_THREAD, _check)
         return out
 
-    def swiglu(self, w: Blocks, x: torch.Tensor) -> torch.Tensor:
-        """silu(x Wg^T) * x Wu^T, W = [Wg; Wu], for x [..., K] of at most max_rows rows, fp32."""
+    def swiglu(self, w: Blocks, x: torch.Tensor, ln: torch.Tensor | None = None) -> torch.Tensor:
+        """silu(x Wg^T) * x Wu^T, W = [Wg; Wu], for x [..., K] of at most max_rows rows, fp32
+        or bf16; `ln` as for linear."""
         x, rows = self._rows(x, w.k)
         f = w.n // 2
-        out = torch.empty(*x.shape[:-1], f, dtype=torch.float32)
-        head = (KINDS[w.kind], *_ptrs(w), x.data_ptr(), out.data_ptr())
-        run_split("block_linear", self._swiglu, head, f, (w.k, rows, f), MIN_FEATURES_PER_THREAD, _check)
+        out = torch.empty(*x.shape[:-1], f, dtype=x.dtype)
+        if x.dtype == torch.bfloat16:
+            fn, head = self._swiglu_bf16, (KINDS[w.kind], *_ptrs(w), self._ln(ln, w.k), x.data_ptr(), out.data_ptr())
+        else:
+            _no_fold(ln)
+            fn, head = self._swiglu, (KINDS[w.kind], *_ptrs(w), x.data_ptr(), out.data_ptr())
+        run_split("block_linear", fn, head, f, (w.k, rows, f), MIN_FEATURES_PER_THREAD, _check)
         return out
 
     def takes(self, x: torch.Tensor) -> bool:
         return x.numel() <= self.max_rows * x.shape[-1]
 
     def _rows(self, x: torch.Tensor, k: int) -> tuple[torch.Tensor, int]:
-        if x.shape[-1] != k or x.dtype != torch.float32 or not 1 <= x.numel() // k <= self.max_rows:
-            raise ValueError(f"block linear: 1 to {self.max_rows} fp32 rows of the weight's width")
+        dtypes = (torch.float32, torch.bfloat16) if self.bf16 else (torch.float32,)
+        if x.shape[-1] != k or x.dtype not in dtypes or not 1 <= x.numel() // k <= self.max_rows:
+            names = " or ".join(str(t).removeprefix("torch.") for t in dtypes)
+            raise ValueError(f"block linear: 1 to {self.max_rows} {names} rows of the weight's width")
         return x.contiguous(), x.numel() // k
+
+    @staticmethod
+    def _ln(ln: torch.Tensor | None, k: int) -> int:
+        return 0 if ln is None else _same(ln, (k,), torch.float32, "folded norm scale").data_ptr()
 
 
 def _ptrs(w: Blocks) -> tuple[int, int, int]:
     return w.qs.data_ptr(), w.d.data_ptr(), 0 if w.m is None else w.m.data_ptr()
 
 
-def _fp32(t: torch.Tensor, shape: tuple, what: str) -> torch.Tensor:
-    if t.dtype != torch.float32 or t.numel() != int(np.prod(shape)):
-        raise ValueError(f"block linear: the {what} must be fp32 of shape {tuple(shape)}")
+def _same(t: torch.Tensor, shape: tuple, dtype: torch.dtype, what: str) -> torch.Tensor:
+    if t.dtype != dtype or t.numel() != int(np.prod(shape)):
+        raise ValueError(f"block linear: the {what} must be {str(dtype).removeprefix('torch.')} of shape {tuple(shape)}")
     return t.contiguous()
+
+
+def _no_fold(ln: torch.Tensor | None) -> None:
+    if ln is not None:  # an fp32 model keeps its norms unfolded (linear.py)
+        raise ValueError("block linear: a folded norm scale takes bf16 rows")
 
 
 def _check(code: int) -> None:

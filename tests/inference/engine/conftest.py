@@ -16,6 +16,7 @@ from inference.engine.colocated import ColocatedEngine
 from inference.engine.config import EngineConfig
 from inference.engine.decode import DecodeEngine, DecodeRequest
 from inference.engine.loader import LoadedModel, load_model
+from inference.engine.model import CacheGroup
 from inference.engine.prefill import PrefillEngine, PrefillRequest
 from inference.engine.sampling import SamplingParams
 from inference.engine.tiny import build_tiny_model
@@ -200,3 +201,17 @@ def torch_threads(n: int) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def forced_logits(model, tokens: list[int], n_prompt: int) -> list[torch.Tensor]:
+    """Logits from a prefill of tokens[:n_prompt], then one decode step per later token."""
+    kvs, logits = model.prefill([tokens[:n_prompt]], [None])
+    got = [logits[0].float()]
+    cache = model.new_kv(1, len(tokens) + 1)
+    hkv = model.shape.num_kv_heads
+    cache[:, 0, :hkv, :n_prompt], cache[:, 0, hkv:, :n_prompt] = kvs[0]
+    for pos in range(n_prompt, len(tokens)):
+        step = model.forward(torch.tensor([[tokens[pos]]]), torch.tensor([[pos]]), [CacheGroup(cache, 0, pos + 1)],
+                             torch.zeros(1, dtype=torch.long))
+        got.append(step[0].float())
+    return got

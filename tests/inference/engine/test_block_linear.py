@@ -7,6 +7,8 @@ llama.cpp's converter lays q and k out."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -23,7 +25,15 @@ from inference.engine.linear import Linear
 from inference.engine.loader import load_model
 from inference.engine.prefill import PrefillEngine, PrefillRequest
 
-from .conftest import GREEDY, PROMPTS, decode_request, hf_greedy, tiny_config, torch_threads
+from .conftest import (
+    GREEDY,
+    PROMPTS,
+    decode_request,
+    forced_logits,
+    hf_greedy,
+    tiny_config,
+    torch_threads,
+)
 
 KINDS = ("Q4_1", "Q8_0")
 
@@ -88,17 +98,80 @@ def test_outputs_split_across_threads_equal_one_thread(kernel):
 
 def test_refused_shapes_raise_and_more_rows_stay_on_f_linear(kernel):
     b, _ = blocks_of("Q4_1", torch.randn(16, 64))
-    with pytest.raises(ValueError, match="fp32 rows"):
+    with pytest.raises(ValueError, match="rows of the weight's width"):
         kernel.linear(b, None, torch.randn(kernel.max_rows + 1, 64))
-    with pytest.raises(ValueError, match="fp32 rows"):
-        kernel.linear(b, None, torch.randn(1, 64).bfloat16())
+    with pytest.raises(ValueError, match="rows of the weight's width"):
+        kernel.linear(b, None, torch.randn(1, 64).half())
     with pytest.raises(ValueError, match="residual"):
         kernel.linear(b, None, torch.randn(1, 64), torch.randn(1, 15))
+    with pytest.raises(ValueError, match="folded norm scale takes bf16"):
+        kernel.linear(b, None, torch.randn(1, 64), ln=torch.ones(64))
     lin = Linear.build(b.dequantize(), device=torch.device("cpu"), dtype=torch.float32, kind="plain",
                        block_kernel=kernel, blocks=b)
     many = torch.randn(kernel.max_rows + 1, 64)
     assert lin.few.takes(many[:1]) and not lin.few.takes(many)
     assert torch.equal(lin(many), F.linear(many, lin.w))  # past max_rows: exactly F.linear
+
+
+@pytest.fixture(scope="module")
+def bf16_kernel(kernel):
+    if not kernel.bf16:
+        pytest.skip("bf16 rows on the blocks need AVX512-BF16 and VNNI")
+    return kernel
+
+
+def bf16_reference(w: torch.Tensor, x: torch.Tensor, ln: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """What the bf16 rows compute: the bf16 x times the norm scale, unrounded, by the
+    dequantized fp32 weights, in fp32; and the most the int16 activations (half a step of
+    max |x| / 32767 per block of 32) can move each sum."""
+    xs = x.float() * (1 if ln is None else ln)
+    step = xs.abs().unflatten(-1, (-1, 32)).amax(-1, keepdim=True).expand(*xs.shape[:-1], -1, 32).flatten(-2) / 32767
+    return F.linear(xs, w), F.linear(step / 2, w.abs())
+
+
+def assert_bf16_of(got: torch.Tensor, exact: torch.Tensor, moved: torch.Tensor) -> None:
+    """got is exact, moved by at most `moved`, rounded to bf16 (half a unit in the last place)."""
+    assert got.dtype == torch.bfloat16
+    err = (got.float() - exact).abs()
+    bound = moved * 1.01 + (exact.abs() + moved) * 2.0**-8 + 1e-7
+    assert bool((err <= bound).all()), f"max error {err.max():.3g}, over its bound by {(err - bound).max():.3g}"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n, k", [(576, 576), (101, 1536), (7, 32)])
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, 16])
+@pytest.mark.parametrize("fold", [False, True])
+def test_bf16_rows_give_the_fp32_product_rounded(bf16_kernel, kind, n, k, rows, fold):
+    torch.manual_seed(n + k + rows + fold)
+    b, _ = blocks_of(kind, torch.randn(n, k) * 0.05)
+    w = b.dequantize()
+    ln = torch.rand(k) + 0.5 if fold else None
+    x = torch.randn(rows, 1, k).bfloat16()
+    x[0, 0, 3] = 40.0  # an outlier in one block: the block's int16 scale follows it
+    bias, residual = torch.randn(n).bfloat16(), torch.randn(rows, 1, n).bfloat16()
+    exact, moved = bf16_reference(w, x, ln)
+    assert_bf16_of(bf16_kernel.linear(b, None, x, ln=ln), exact, moved)
+    assert_bf16_of(bf16_kernel.linear(b, bias, x, residual, ln=ln), exact + bias.float() + residual.float(), moved)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bf16_swiglu_rounds_as_the_packed_post_ops(bf16_kernel, kind):
+    torch.manual_seed(3)
+    b, _ = blocks_of(kind, torch.randn(2 * 96, 64) * 0.3)
+    ln = torch.rand(64) + 0.5
+    x = torch.randn(3, 64).bfloat16()
+    gate, up = bf16_reference(b.dequantize(), x, ln)[0].chunk(2, dim=-1)
+    expected = (F.silu(gate).bfloat16().float() * up).bfloat16()
+    got = bf16_kernel.swiglu(b, x, ln)
+    # two units in the last place: the gate's own rounding can flip with the int16 activations
+    torch.testing.assert_close(got.float(), expected.float(), rtol=2**-6, atol=2e-3)
+
+
+def test_a_zero_block_of_activations_gives_zero(bf16_kernel):
+    b, _ = blocks_of("Q4_1", torch.randn(8, 64))
+    x = torch.zeros(1, 64).bfloat16()
+    x[0, 40] = 1.0  # the first block all zeros (its int16 scale 0), the second one-hot
+    assert torch.equal(bf16_kernel.linear(b, None, x), b.dequantize()[:, 40].bfloat16()[None])
 
 
 def write_gguf(path, hf_model) -> None:
@@ -193,3 +266,33 @@ def test_engine_on_the_blocks_is_greedy_equal_to_hf(kernel, tiny_gguf):
             assert [r.first_token, *tokens] == hf_greedy(hf_model, p, GREEDY.max_tokens, eos)
     finally:
         decode.shutdown()
+
+
+def test_a_bf16_model_runs_few_rows_on_the_blocks_and_tracks_hf(bf16_kernel, tiny_gguf):
+    """Decode steps of one row through the blocks (block_rows fixed, not timed) stay as
+    close to HF's fp32 logits as the bf16 model does."""
+    from inference.engine.model import DecoderModel
+
+    path, model_dir, file_model = tiny_gguf
+    blocks = engine_gguf.matching_blocks(path, file_model)
+    hf_model = copy.deepcopy(file_model)
+    torch.manual_seed(4)
+    with torch.no_grad():  # norm scales that are not 1, as bf16 holds them: the fold is exercised
+        for name, p in hf_model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_((torch.rand_like(p) + 0.5).bfloat16().float())
+    bf16_hf = copy.deepcopy(hf_model).to(torch.bfloat16)
+    model = DecoderModel(bf16_hf, device=torch.device("cpu"), dtype=torch.bfloat16, max_context=64,
+                         blocks=blocks, block_rows=3)
+    assert model.block_rows == 3
+    one, four = torch.zeros(1, 1, hf_model.config.hidden_size), torch.zeros(4, 1, hf_model.config.hidden_size)
+    for lin in (model.layers[0].qkv, model.layers[0].gate_up, model.layers[-1].down, model.lm_head):
+        assert isinstance(lin.few.w, Blocks) and lin.few.max_rows == 3
+        assert lin.few.takes(one, lin.few.halves) and not lin.few.takes(four, lin.few.halves)
+    tokens = [(29 * j + 5) % 200 + 3 for j in range(24)]  # 16 prompt tokens, 8 decode steps
+    with torch.inference_mode():
+        ref = hf_model(torch.tensor([tokens])).logits[0]
+    for i, lg in enumerate(forced_logits(model, tokens, 16)):
+        expected = ref[15 + i]
+        assert torch.nn.functional.cosine_similarity(lg, expected, dim=0) > 0.999, f"step {i}"
+        assert (lg - expected).abs().max() < 0.2 * expected.std(), f"step {i}"

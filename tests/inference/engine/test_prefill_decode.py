@@ -12,7 +12,7 @@ from inference.engine.config import EngineConfig
 from inference.engine.kernels import block_linear
 from inference.engine.kv import KVCache
 from inference.engine.loader import UnsupportedModelError, load_model
-from inference.engine.model import CacheGroup, DecoderModel
+from inference.engine.model import DecoderModel
 from inference.engine.prefill import PrefillEngine, PrefillRequest
 from inference.engine.prepare import DEFAULT_DIR as REAL_MODEL_DIR
 from inference.engine.sampling import SamplingParams
@@ -21,6 +21,7 @@ from .conftest import (
     GREEDY,
     PROMPTS,
     decode_request,
+    forced_logits,
     hf_argmax_loop,
     hf_greedy,
     prefill_one,
@@ -182,20 +183,6 @@ def test_fingerprint_tells_weights_apart_but_not_dtypes(tiny, tiny_dir, tmp_path
     assert model_fingerprint(other) != tiny.fingerprint
     # A bf16 tier and an fp32 tier of the same weights accept each other's KV.
     assert load_model(tiny_config(tiny_dir, dtype="bfloat16")).fingerprint == tiny.fingerprint
-
-
-def forced_logits(model, tokens: list[int], n_prompt: int) -> list[torch.Tensor]:
-    """Logits from a prefill of tokens[:n_prompt], then one decode step per later token."""
-    kvs, logits = model.prefill([tokens[:n_prompt]], [None])
-    got = [logits[0].float()]
-    cache = model.new_kv(1, len(tokens) + 1)
-    hkv = model.shape.num_kv_heads
-    cache[:, 0, :hkv, :n_prompt], cache[:, 0, hkv:, :n_prompt] = kvs[0]
-    for pos in range(n_prompt, len(tokens)):
-        step = model.forward(torch.tensor([[tokens[pos]]]), torch.tensor([[pos]]), [CacheGroup(cache, 0, pos + 1)],
-                             torch.zeros(1, dtype=torch.long))
-        got.append(step[0].float())
-    return got
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
