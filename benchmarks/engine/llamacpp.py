@@ -43,13 +43,43 @@ def _say(msg: str) -> None:
     print(f"[llama.cpp] {msg}", file=sys.stderr, flush=True)
 
 
-def binary_path(version: str = VERSION) -> Path:
-    return ROOT / version / "build" / "bin" / TARGET
+def binary_path(version: str = VERSION, variant: str = "build") -> Path:
+    return ROOT / version / variant / "bin" / TARGET
+
+
+# ggml's AMX matmuls (compiled in where -march=native has AMX) fault in ldtilecfg on some
+# guests that advertise AMX (seen on a 2-vCPU Xeon KVM guest, where oneDNN's AMX runs); the
+# peer is then built again without them, and its rows say so.
+NO_AMX_FLAGS = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 
 
 def ensure_built(version: str = VERSION, say=_say) -> Path:
-    """The llama-batched-bench binary, downloaded and built once (minutes) and cached."""
-    binary = binary_path(version)
+    """The llama-batched-bench binary, downloaded and built once (minutes) and cached; a
+    build that crashes on a tiny run here is replaced by one without ggml's AMX paths."""
+    binary = _built(version, "build", [], say)
+    if _runs(binary):
+        return binary
+    say("the native build crashed on a 2-token run; building again without ggml's AMX kernels")
+    binary = _built(version, "build-noamx", [f"-DCMAKE_C_FLAGS={NO_AMX_FLAGS}", f"-DCMAKE_CXX_FLAGS={NO_AMX_FLAGS}"],
+                    say)
+    if not _runs(binary):
+        raise LlamaCppUnavailable(f"{binary} crashes on a 2-token run here, with and without AMX")
+    return binary
+
+
+def _runs(binary: Path) -> bool:
+    """A 2-token generation works (cached beside the binary: one run per build)."""
+    mark = binary.parent / "runs-here"
+    if mark.exists():
+        return mark.read_text().strip() == "yes"
+    done = subprocess.run([str(binary), "-m", str(gguf_path()), "-c", "64", "-npp", "4", "-ntg", "2", "-npl", "1",
+                           "-t", "1"], capture_output=True, text=True, timeout=300)
+    mark.write_text("yes" if done.returncode == 0 else f"no: exit {done.returncode}")
+    return done.returncode == 0
+
+
+def _built(version: str, variant: str, flags: list[str], say) -> Path:
+    binary = binary_path(version, variant)
     if binary.exists():
         return binary
     for tool in ("cmake", "c++"):
@@ -73,16 +103,16 @@ def ensure_built(version: str = VERSION, say=_say) -> Path:
             tf.extractall(work, filter="data")
         if not (src / "CMakeLists.txt").exists():
             raise LlamaCppUnavailable(f"{sdist.name} does not vendor llama.cpp at {src}")
-    build = work / "build"
+    build = work / variant
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-    say(f"step 2/3: configuring (CMake{', Ninja' if generator else ''}, -DGGML_NATIVE=ON)")
+    say(f"step 2/3: configuring (CMake{', Ninja' if generator else ''}, -DGGML_NATIVE=ON{' ' + ' '.join(flags) if flags else ''})")
     _run_logged(["nice", "-n", "19", "cmake", "-S", str(src), "-B", str(build), *generator,
                  "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON", "-DBUILD_SHARED_LIBS=OFF",
                  "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
-                 "-DLLAMA_BUILD_SERVER=OFF"], work / "cmake.log", "configure", say)
+                 "-DLLAMA_BUILD_SERVER=OFF", *flags], work / f"{variant}-cmake.log", "configure", say)
     say(f"step 3/3: building {TARGET} at nice 19 (several minutes on 2 cores; progress every 10%)")
     _run_logged(["nice", "-n", "19", "cmake", "--build", str(build), "--target", TARGET, "-j",
-                 str(os.cpu_count() or 1)], work / "build.log", "build", say, progress=True)
+                 str(os.cpu_count() or 1)], work / f"{variant}-build.log", "build", say, progress=True)
     if not binary.exists():
         raise LlamaCppUnavailable(f"the build finished without {binary}")
     say(f"built {binary}")
@@ -199,6 +229,7 @@ def run_peer(workloads: list[str], streams: dict[str, int], prompts: list[list[i
         say(f"not available: {exc}")
         rows.append(Row(SYSTEM, "-", 0, 0, {}, os.getloadavg()[0], error=f"not built: {exc}"))
         return
+    amx = " (built without ggml's AMX: it crashed here)" if binary.parent.parent.name == "build-noamx" else ""
     sample = prompts[: max(wanted.values())]  # the prompts Tandem's largest workload sends
     pp = round(sum(len(p) for p in sample) / len(sample))
     for threads in thread_counts:
@@ -229,7 +260,7 @@ def run_peer(workloads: list[str], streams: dict[str, int], prompts: list[list[i
                  "itl_p50_ms": r.itl_ms, "itl_p99_ms": None, "decode_tokens_per_s": n * r.tg / r.t_tg,
                  "prefill_tokens_per_s": n * r.pp / r.t_pp}
             rows.append(Row(name, wl, n, r.tg, m, load, others,
-                            method=f"llama-batched-bench, Q4_1 GGUF, {threads} thread(s), flash attn "
+                            method=f"llama-batched-bench{amx}, Q4_1 GGUF, {threads} thread(s), flash attn "
                                    f"{'on' if r.flash_attn else 'off'}, {r.pp}-token prompts; TTFT = all prompts' "
                                    f"processing ({n * r.pp / r.t_pp:.0f} tok/s); ITL = mean"))
             say(f"{name} {wl}: {r.tokens_per_s:.1f} tok/s, ITL {r.itl_ms:.1f} ms, prompts {r.t_pp * 1e3:.0f} ms")

@@ -206,7 +206,8 @@ def main(argv: list[str]) -> None:
           + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peak.items()))
     print(f"decode forward, 1 thread on core {args.core}, {args.rounds} interleaved rounds; profile: 5 steps")
     print("MBU: the bytes a step must read (weights + KV) / its median time / the read bandwidth above")
-    print("weights MB: what the step's matmuls read (fp32 matmuls of up to 16 rows read the GGUF's blocks)")
+    print("weights MB: what the step's matmuls read (matmuls of a few rows read the GGUF's blocks: fp32 up to 16, "
+          "bf16 up to the rows timed faster at load)")
     headers = ["precision", "kernels", "batch", "context", "step p50 ms", "step min ms", "tok/s", "weights MB",
                "MBU %", "matmul ms", "attention ms", "KV write ms", "other ms", "KV read MB", "attention GB/s"]
     print(table(headers, rows, digits=1))

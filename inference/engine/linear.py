@@ -13,17 +13,20 @@ Three kinds, chosen once per model (probed at run time, never assumed):
   activations, norms, attention and KV cache of an int8 model are fp32, only the weights
   (and the bytes read per step) shrink. The activation scale is one per call (per tensor:
   every row of the batch shares it, as FBGEMM computes it), so an int8 sequence's logits
-  can move slightly with its batch mates; fp32 and bf16 rows are batch-independent.
+  can move slightly with its batch mates; fp32 and bf16 rows do not depend on their batch
+  mates, only on how many there are (the few-row kernels below).
 
 The RMSNorm scale before a matmul is folded into its weight (W diag(ln), in fp32) for
 "packed" and "int8", which have given up bit-parity with HF anyway.
 
 A few rows (the decode step of one or a few streams) may run on a kernel of ours instead,
 beside the weights the kind keeps for every other batch (`FewRows`):
-- the block kernel (kernels/block_linear.py), for up to its max_rows rows of "plain" fp32,
-  or of bf16 where the CPU has AVX512-BF16: the GGUF blocks the weights were dequantized
-  from, widened in registers to exactly the weights the kind holds (for "packed", rounded
-  to bf16 with the RMSNorm scale folded in, as below);
+- the block kernel (kernels/block_linear.py): the GGUF blocks the weights were
+  dequantized from. For "plain" fp32, up to its max_rows rows, with exactly the fp32
+  weights (only the order of the sums differs). For bf16 (AVX-512 BF16 and VNNI), up to
+  the rows where it ran faster than oneDNN when the model loaded (`rows_faster_on_few`):
+  the fp32 weights against the rows quantized to int16 per block of 32, the RMSNorm scale
+  applied to the rows instead of the weights: closer to fp32 than the packed bf16 weights;
 - else "packed" with the one-row kernel (kernels/row_linear.py): the bf16 weights
   row-major too, for a single row.
 
@@ -102,7 +105,7 @@ class Linear:
         few = None
         if block_kernel is not None and blocks is not None and (blocks.n, blocks.k) == tuple(w.shape) \
                 and (fold is None or dtype == torch.bfloat16):
-            few = FewRows(block_kernel, blocks, halves=halves, ln=fold)
+            few = FewRows(block_kernel, block_kernel.prepare(blocks, dtype), halves=halves, ln=fold)
         use_row = few is None and kind == "packed" and row_kernel is not None and row_kernel.fits(w)
         if kind == "packed" and halves:  # SwiGLU: gate and up as two packed matmuls with post-ops
             gate, up = (t.contiguous() for t in w.chunk(2, dim=0))

@@ -19,7 +19,8 @@
  *     mask or a shift give eight consecutive weights;
  *   qs [N, K/32, 32] int8 for Q8_0;
  *   d, m [N, K/32] fp32 (m only for Q4_1): the file's fp16 scales widened once at load;
- *     widening them a row at a time in here cost more than the bytes it saved.
+ *     widening them a row at a time in the AVX2 loop cost more than the bytes it saved.
+ *     The bf16 loop below takes them as the file's fp16: it widens 16 at a time.
  * Needs AVX2 and FMA; block_linear_supported() says whether this build has them.
  *
  * The same blocks serve a bf16 model's few rows (block_linear_bf16, block_swiglu_bf16;
@@ -47,6 +48,7 @@
  * rows F.linear on the fp32 weights is the faster (docs/benchmarks-engine.md). */
 #define MAX_ROWS 16
 #define PREFETCH_BYTES 512
+#define PF_I16 2048  /* bytes ahead in dot_row_i16, which streams faster than dot_row */
 #define Q4_1 0
 #define Q8_0 1
 
@@ -278,22 +280,39 @@ static inline __attribute__((always_inline)) __m512i widen16(int kind, const uin
     return _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)q));
 }
 
-/* out[r] = sum_b d_b sx_rb (q_b . xq_rb) + m_b xsum_rb for the M quantized rows. */
+/* p[b, b + 16) as fp32, of p[0, n) (zeros past n). */
+static inline __mmask16 mask16(long b, long n) {
+    return n - b >= 16 ? 0xFFFF : (__mmask16)((1u << (n - b)) - 1);
+}
+
+static inline __m512 halves(const uint16_t *p, long b, long n) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask16(b, n), p + b));
+}
+
+static inline __m512 floats(const float *p, long b, long n) {
+    return _mm512_maskz_loadu_ps(mask16(b, n), p + b);
+}
+
+/* out[r] = sum_b d_b sx_rb (q_b . xq_rb) + m_b xsum_rb for the M quantized rows; d, m the
+ * file's fp16 scales (what the fp32 loop above widened once at load costs bytes here). */
 static inline __attribute__((always_inline)) void dot_row_i16(
-        int kind, const uint8_t *qs, const float *d, const float *m, const int16_t *xq, const float *sx,
+        int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const int16_t *xq, const float *sx,
         const float *xsum, long n, long K, long M, float *out) {
     const long nb = K / 32, qb = kind == Q4_1 ? 16 : 32;
     const uint8_t *q = qs + n * nb * qb;
-    const float *dn = d + n * nb;
+    const uint16_t *dn = d + n * nb, *mn = kind == Q4_1 ? m + n * nb : dn;
     float scale[M * nb];  /* d_b sx_rb: each block's scale for each row */
     for (long r = 0; r < M; r++)
-        for (long b = 0; b < nb; b++) scale[r * nb + b] = dn[b] * sx[r * nb + b];
+        for (long b = 0; b < nb; b += 16)
+            _mm512_mask_storeu_ps(scale + r * nb + b, mask16(b, nb), _mm512_mul_ps(halves(dn, b, nb), floats(sx + r * nb, b, nb)));
     __m512 acc[MAX_ROWS], acc2[MAX_ROWS];
     for (long r = 0; r < M; r++) acc[r] = acc2[r] = _mm512_setzero_ps();
     long b = 0;
     for (; b + 2 <= nb; b += 2) {
-        _mm_prefetch((const char *)(q + b * qb + PREFETCH_BYTES), _MM_HINT_T0);
-        _mm_prefetch((const char *)(dn + b + PREFETCH_BYTES / 8), _MM_HINT_T0);
+        /* as in dot_row; the scales too */
+        _mm_prefetch((const char *)(q + b * qb + PF_I16), _MM_HINT_T0);
+        _mm_prefetch((const char *)(dn + b + PF_I16 / qb), _MM_HINT_T0);
+        if (kind == Q4_1) _mm_prefetch((const char *)(mn + b + PF_I16 / qb), _MM_HINT_T0);
         __m512i w = widen16(kind, q + b * qb), v = widen16(kind, q + (b + 1) * qb);
         for (long r = 0; r < M; r++) {
             const int16_t *xb = xq + r * K + 32 * b;
@@ -311,16 +330,15 @@ static inline __attribute__((always_inline)) void dot_row_i16(
         }
     }
     for (long r = 0; r < M; r++) {
-        float v = _mm512_reduce_add_ps(_mm512_add_ps(acc[r], acc2[r]));
-        if (kind == Q4_1) {
-            const float *mn = m + n * nb, *xs = xsum + r * nb;
-            for (long b = 0; b < nb; b++) v += mn[b] * xs[b];
-        }
-        out[r] = v;
+        __m512 v = _mm512_add_ps(acc[r], acc2[r]);
+        if (kind == Q4_1)
+            for (long b = 0; b < nb; b += 16)
+                v = _mm512_fmadd_ps(halves(mn, b, nb), floats(xsum + r * nb, b, nb), v);
+        out[r] = _mm512_reduce_add_ps(v);
     }
 }
 
-static void dots_i16(int kind, const uint8_t *qs, const float *d, const float *m, const int16_t *xq,
+static void dots_i16(int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const int16_t *xq,
                      const float *sx, const float *xsum, long n, long K, long M, float *out) {
 #define ROWS(KIND) \
     switch (M) { \
@@ -348,7 +366,7 @@ static int refused_bf16(int kind, long K, long M) {
  * (either may be NULL), ln [K] fp32 an RMSNorm scale (or NULL); output columns [n0, n1).
  * Returns 0, or -1 where refused (no AVX512-BF16/VNNI in this build, an unknown kind, K not
  * a multiple of 32, M outside 1..MAX_ROWS). */
-int block_linear_bf16(int kind, const uint8_t *qs, const float *d, const float *m, const float *ln,
+int block_linear_bf16(int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const float *ln,
                       const uint16_t *x, const uint16_t *bias, const uint16_t *residual, uint16_t *y,
                       long n0, long n1, long K, long M, long N) {
     if (refused_bf16(kind, K, M)) return -1;
@@ -374,7 +392,7 @@ int block_linear_bf16(int kind, const uint8_t *qs, const float *d, const float *
 
 /* y [M, F] = silu(x' Wg^T) * (x' Wu^T), x' = x diag(ln), for bf16 x, rounded as
  * row_swiglu_bf16 does, W = [Wg; Wu] of 2F rows; columns [n0, n1) of F. */
-int block_swiglu_bf16(int kind, const uint8_t *qs, const float *d, const float *m, const float *ln,
+int block_swiglu_bf16(int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const float *ln,
                       const uint16_t *x, uint16_t *y, long n0, long n1, long K, long M, long F) {
     if (refused_bf16(kind, K, M)) return -1;
 #ifdef HAVE_AVX512_BF16

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +31,7 @@ _P, _L, _I = ctypes.c_void_p, ctypes.c_long, ctypes.c_int
 @dataclass(frozen=True)
 class Blocks:
     """W [n, k] as `kind` blocks: qs (uint8, see block_linear.c), d and m [n, k / 32] fp32
-    (the file's fp16 widened; m None for Q8_0)."""
+    (the file's fp16 widened; m None for Q8_0), or fp16 for bf16 rows (`with_scales`)."""
 
     kind: str
     qs: torch.Tensor
@@ -82,6 +83,13 @@ class Blocks:
         return Blocks(first.kind, torch.cat([p.qs for p in parts]), torch.cat([p.d for p in parts]), m,
                       sum(p.n for p in parts), first.k)
 
+    def with_scales(self, dtype: torch.dtype) -> Blocks:
+        """The same blocks with d and m held as `dtype` (fp16 is the file's own: exact)."""
+        if self.d.dtype == dtype:
+            return self
+        m = None if self.m is None else self.m.to(dtype)
+        return Blocks(self.kind, self.qs, self.d.to(dtype), m, self.n, self.k)
+
     @property
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in (self.qs, self.d, self.m) if t is not None)
@@ -112,7 +120,7 @@ class BlockLinear:
                residual: torch.Tensor | None = None, ln: torch.Tensor | None = None) -> torch.Tensor:
         """x W^T (+ b) (+ residual) for x [..., K] of at most max_rows rows, fp32 or bf16
         (the output's dtype); `ln` [K]: bf16 only."""
-        x, rows = self._rows(x, w.k)
+        x, rows = self._rows(x, w)
         out = torch.empty(*x.shape[:-1], w.n, dtype=x.dtype)
         if residual is not None:
             residual = _same(residual, out.shape, x.dtype, "residual")
@@ -129,7 +137,7 @@ class BlockLinear:
     def swiglu(self, w: Blocks, x: torch.Tensor, ln: torch.Tensor | None = None) -> torch.Tensor:
         """silu(x Wg^T) * x Wu^T, W = [Wg; Wu], for x [..., K] of at most max_rows rows, fp32
         or bf16; `ln` as for linear."""
-        x, rows = self._rows(x, w.k)
+        x, rows = self._rows(x, w)
         f = w.n // 2
         out = torch.empty(*x.shape[:-1], f, dtype=x.dtype)
         if x.dtype == torch.bfloat16:
@@ -140,14 +148,20 @@ class BlockLinear:
         run_split("block_linear", fn, head, f, (w.k, rows, f), MIN_FEATURES_PER_THREAD, _check)
         return out
 
-    def takes(self, x: torch.Tensor) -> bool:
-        return x.numel() <= self.max_rows * x.shape[-1]
+    @staticmethod
+    def prepare(w: Blocks, dtype: torch.dtype) -> Blocks:
+        """w laid out for rows of `dtype`: the bf16 loop reads the scales as the file's fp16
+        (fewer bytes, widened 16 at a time), the fp32 loop as fp32."""
+        return w.with_scales(torch.float16 if dtype == torch.bfloat16 else torch.float32)
 
-    def _rows(self, x: torch.Tensor, k: int) -> tuple[torch.Tensor, int]:
+    def _rows(self, x: torch.Tensor, w: Blocks) -> tuple[torch.Tensor, int]:
+        k = w.k
         dtypes = (torch.float32, torch.bfloat16) if self.bf16 else (torch.float32,)
         if x.shape[-1] != k or x.dtype not in dtypes or not 1 <= x.numel() // k <= self.max_rows:
             names = " or ".join(str(t).removeprefix("torch.") for t in dtypes)
             raise ValueError(f"block linear: 1 to {self.max_rows} {names} rows of the weight's width")
+        if w.d.dtype != self.prepare(w, x.dtype).d.dtype:
+            raise ValueError(f"block linear: {x.dtype} rows take the blocks as BlockLinear.prepare lays them out")
         return x.contiguous(), x.numel() // k
 
     @staticmethod
@@ -160,7 +174,7 @@ def _ptrs(w: Blocks) -> tuple[int, int, int]:
 
 
 def _same(t: torch.Tensor, shape: tuple, dtype: torch.dtype, what: str) -> torch.Tensor:
-    if t.dtype != dtype or t.numel() != int(np.prod(shape)):
+    if t.dtype != dtype or t.numel() != math.prod(shape):
         raise ValueError(f"block linear: the {what} must be {str(dtype).removeprefix('torch.')} of shape {tuple(shape)}")
     return t.contiguous()
 

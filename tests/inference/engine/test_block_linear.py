@@ -144,7 +144,8 @@ def assert_bf16_of(got: torch.Tensor, exact: torch.Tensor, moved: torch.Tensor) 
 def test_bf16_rows_give_the_fp32_product_rounded(bf16_kernel, kind, n, k, rows, fold):
     torch.manual_seed(n + k + rows + fold)
     b, _ = blocks_of(kind, torch.randn(n, k) * 0.05)
-    w = b.dequantize()
+    w, b = b.dequantize(), bf16_kernel.prepare(b, torch.bfloat16)
+    assert torch.equal(b.dequantize(), w)  # the file's fp16 scales, exactly
     ln = torch.rand(k) + 0.5 if fold else None
     x = torch.randn(rows, 1, k).bfloat16()
     x[0, 0, 3] = 40.0  # an outlier in one block: the block's int16 scale follows it
@@ -158,6 +159,7 @@ def test_bf16_rows_give_the_fp32_product_rounded(bf16_kernel, kind, n, k, rows, 
 def test_bf16_swiglu_rounds_as_the_packed_post_ops(bf16_kernel, kind):
     torch.manual_seed(3)
     b, _ = blocks_of(kind, torch.randn(2 * 96, 64) * 0.3)
+    b = bf16_kernel.prepare(b, torch.bfloat16)
     ln = torch.rand(64) + 0.5
     x = torch.randn(3, 64).bfloat16()
     gate, up = bf16_reference(b.dequantize(), x, ln)[0].chunk(2, dim=-1)
@@ -171,7 +173,10 @@ def test_a_zero_block_of_activations_gives_zero(bf16_kernel):
     b, _ = blocks_of("Q4_1", torch.randn(8, 64))
     x = torch.zeros(1, 64).bfloat16()
     x[0, 40] = 1.0  # the first block all zeros (its int16 scale 0), the second one-hot
-    assert torch.equal(bf16_kernel.linear(b, None, x), b.dequantize()[:, 40].bfloat16()[None])
+    with pytest.raises(ValueError, match="prepare"):  # fp32 scales are the fp32 loop's
+        bf16_kernel.linear(b, None, x)
+    got = bf16_kernel.linear(bf16_kernel.prepare(b, torch.bfloat16), None, x)
+    assert torch.equal(got, b.dequantize()[:, 40].bfloat16()[None])
 
 
 def write_gguf(path, hf_model) -> None:
