@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 from contextlib import contextmanager
 
 import torch
@@ -47,6 +48,7 @@ from .kernels.block_linear import BlockLinear, Blocks
 from .kernels.row_linear import RowLinear
 
 KINDS = ("plain", "packed", "int8")
+Norm = Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]  # RMSNorm(x, its scale or None)
 # FBGEMM's int8 GEMMs: per-call activation quantization, VNNI where the CPU has it.
 INT8_ENGINE = "fbgemm"
 
@@ -63,15 +65,22 @@ class FewRows:
     def takes(self, x: torch.Tensor, halves: bool = False) -> bool:
         return halves == self.halves and x.numel() <= self.max_rows * x.shape[-1]
 
-    def linear(self, x: torch.Tensor, b: torch.Tensor | None, residual: torch.Tensor | None = None) -> torch.Tensor:
+    @property
+    def norms(self) -> bool:
+        """The kernel runs the RMSNorm before this matmul itself (the block kernel's bf16 rows,
+        where the norm's scale was folded in)."""
+        return self.ln is not None
+
+    def linear(self, x: torch.Tensor, b: torch.Tensor | None, residual: torch.Tensor | None = None,
+               norm_eps: float | None = None) -> torch.Tensor:
         if isinstance(self.kernel, RowLinear):
             return self.kernel.linear(self.w, b, x, residual)
-        return self.kernel.linear(self.w, b, x, residual, self.ln)
+        return self.kernel.linear(self.w, b, x, residual, self.ln, norm_eps)
 
-    def swiglu(self, x: torch.Tensor) -> torch.Tensor:
+    def swiglu(self, x: torch.Tensor, norm_eps: float | None = None) -> torch.Tensor:
         if isinstance(self.kernel, RowLinear):
             return self.kernel.swiglu(self.w, self.w_up, x)
-        return self.kernel.swiglu(self.w, x, self.ln)
+        return self.kernel.swiglu(self.w, x, self.ln, norm_eps)
 
 
 class Linear:
@@ -118,6 +127,19 @@ class Linear:
         if self.few is not None and self.few.takes(x):
             return self.few.linear(x, self.b)
         return self.own(x)
+
+    def normed(self, x: torch.Tensor, norm: Norm, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
+        """self(norm(x, weight)), `norm` the RMSNorm (of `eps`) before this matmul; inside the
+        kernel where it takes x (one op for the norm's several) and holds the norm's scale."""
+        if self.few is not None and self.few.norms and self.few.takes(x):
+            return self.few.linear(x, self.b, norm_eps=eps)
+        return self(norm(x, weight))
+
+    def normed_swiglu(self, x: torch.Tensor, norm: Norm, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
+        """self.swiglu(norm(x, weight)), as `normed`."""
+        if self.few is not None and self.few.norms and self.few.takes(x, halves=True):
+            return self.few.swiglu(x, norm_eps=eps)
+        return self.swiglu(norm(x, weight))
 
     def own(self, x: torch.Tensor) -> torch.Tensor:
         """x W^T (+ b) on the kind's own weights, whatever the rows."""

@@ -264,9 +264,9 @@ class DecoderModel:
             out = torch.empty(B, Hkv, G, D, device=self.device, dtype=self.dtype)
 
         x = F.embedding(input_ids, self.embed)  # [B, S, E]
+        norm, eps = self._rms_norm, s.rms_eps
         for i, lw in enumerate(self.layers):
-            h = self._rms_norm(x, lw.ln_attn)
-            qkv = lw.qkv(h)  # [B, S, (H + 2 Hkv) D]
+            qkv = lw.qkv.normed(x, norm, lw.ln_attn, eps)  # [B, S, (H + 2 Hkv) D]
             if kernel is not None:  # RoPE, KV write and attention in one call per group
                 qkv = qkv.view(B, H + 2 * Hkv, D)
                 for g, p in zip(groups, pos, strict=True):
@@ -276,13 +276,13 @@ class DecoderModel:
             else:
                 o = self._attend(i, qkv.view(B, S, H + 2 * Hkv, D), groups, attn, cos, sin)
             x = lw.o.add(o, x)  # x + o W_o^T  [B, S, E]
-            h = self._rms_norm(x, lw.ln_mlp)
-            x = lw.down.add(lw.gate_up.swiglu(h), x)  # x + (silu(h W_g^T) * h W_u^T) W_d^T
+            mlp = lw.gate_up.normed_swiglu(x, norm, lw.ln_mlp, eps)  # silu(h W_g^T) * h W_u^T
+            x = lw.down.add(mlp, x)  # x + mlp W_d^T
             yield
         if logit_index.dim() == 2:  # [B, K]: several positions per row (teacher forcing)
             rows = rows[:, None]
         last = x[rows, logit_index]  # [B, E] (or [B, K, E]): only the positions whose logits are wanted
-        return self.lm_head(self._rms_norm(last, self.norm))  # [B, V], model dtype
+        return self.lm_head.normed(last, norm, self.norm, eps)  # [B, V], model dtype
 
     def _attend(self, i: int, qkv: torch.Tensor, groups: list[CacheGroup],
                 attn: list[tuple[slice, torch.Tensor | Causal, torch.Tensor]], cos: torch.Tensor,

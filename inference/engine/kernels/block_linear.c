@@ -233,17 +233,31 @@ int block_swiglu_f32(int kind, const uint8_t *qs, const float *d, const float *m
  * the block, and xsum the block's sum of x ln (what a Q4_1 minimum multiplies), from the
  * unrounded values. The words go in the order the kind's weights widen to (widen16):
  * Q4_1 [0-7, 16-23, 8-15, 24-31], Q8_0 as they come. */
-static void quantize_rows(int kind, const uint16_t *x, const float *ln, long K, long M,
+static inline __m512 widen_bf16(const uint16_t *p) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+}
+
+/* eps >= 0: each row RMS-normalized first, x / sqrt(mean(x^2) + eps), in fp32 (the norm the
+ * model would otherwise run as torch ops before this matmul). */
+static void quantize_rows(int kind, const uint16_t *x, const float *ln, float eps, long K, long M,
                           int16_t *xq, float *sx, float *xsum) {
     const long nb = K / 32;
     const __m512 sign = _mm512_set1_ps(-0.f);
-    for (long r = 0; r < M; r++)
+    for (long r = 0; r < M; r++) {
+        __m512 rs = _mm512_set1_ps(1.f);
+        if (eps >= 0.f) {
+            __m512 ss = _mm512_setzero_ps();
+            for (long i = 0; i < K; i += 16) {
+                __m512 v = widen_bf16(x + r * K + i);
+                ss = _mm512_fmadd_ps(v, v, ss);
+            }
+            rs = _mm512_set1_ps(1.f / sqrtf(_mm512_reduce_add_ps(ss) / (float)K + eps));
+        }
         for (long b = 0; b < nb; b++) {
             const uint16_t *xb = x + r * K + 32 * b;
             __m512 v[2];
             for (int h = 0; h < 2; h++) {
-                v[h] = _mm512_castsi512_ps(_mm512_slli_epi32(
-                    _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(xb + 16 * h))), 16));
+                v[h] = _mm512_mul_ps(widen_bf16(xb + 16 * h), rs);
                 if (ln) v[h] = _mm512_mul_ps(v[h], _mm512_loadu_ps(ln + 32 * b + 16 * h));
             }
             float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, v[0]), _mm512_andnot_ps(sign, v[1])));
@@ -267,6 +281,7 @@ static void quantize_rows(int kind, const uint16_t *x, const float *ln, long K, 
                 _mm256_storeu_si256((__m256i *)(out + 16), q1);
             }
         }
+    }
 }
 
 /* The 32 q of one block as int16 words (Q4_1: low nibbles of the 16 bytes, then high). */
@@ -338,6 +353,17 @@ static inline __attribute__((always_inline)) void dot_row_i16(
     }
 }
 
+/* The first PF_I16 bytes of rows [n0, ...) (and their scales), the prefetch the loop gives
+ * every later block, asked for before the rows are quantized. */
+static void prefetch_start(int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, long n0, long K) {
+    const long nb = K / 32, qb = kind == Q4_1 ? 16 : 32;
+    for (long i = 0; i < PF_I16; i += 64) _mm_prefetch((const char *)(qs + n0 * nb * qb + i), _MM_HINT_T0);
+    for (long i = 0; i < PF_I16 / qb * 2; i += 64) {
+        _mm_prefetch((const char *)(d + n0 * nb) + i, _MM_HINT_T0);
+        if (kind == Q4_1) _mm_prefetch((const char *)(m + n0 * nb) + i, _MM_HINT_T0);
+    }
+}
+
 static void dots_i16(int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const int16_t *xq,
                      const float *sx, const float *xsum, long n, long K, long M, float *out) {
 #define ROWS(KIND) \
@@ -363,18 +389,20 @@ static int refused_bf16(int kind, long K, long M) {
 }
 
 /* y [M, N] = round(x diag(ln) W^T + bias + residual) for bf16 x, bias [N], residual [M, N]
- * (either may be NULL), ln [K] fp32 an RMSNorm scale (or NULL); output columns [n0, n1).
+ * (either may be NULL), ln [K] fp32 an RMSNorm scale (or NULL), eps >= 0: x RMS-normalized
+ * first (quantize_rows); output columns [n0, n1).
  * Returns 0, or -1 where refused (no AVX512-BF16/VNNI in this build, an unknown kind, K not
  * a multiple of 32, M outside 1..MAX_ROWS). */
 int block_linear_bf16(int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const float *ln,
-                      const uint16_t *x, const uint16_t *bias, const uint16_t *residual, uint16_t *y,
+                      float eps, const uint16_t *x, const uint16_t *bias, const uint16_t *residual, uint16_t *y,
                       long n0, long n1, long K, long M, long N) {
     if (refused_bf16(kind, K, M)) return -1;
 #ifdef HAVE_AVX512_BF16
     const long nb = K / 32;
     int16_t xq[M * K];
     float sx[M * nb], xsum[M * nb], out[MAX_ROWS];
-    quantize_rows(kind, x, ln, K, M, xq, sx, xsum);
+    prefetch_start(kind, qs, d, m, n0, K);
+    quantize_rows(kind, x, ln, eps, K, M, xq, sx, xsum);
     for (long n = n0; n < n1; n++) {
         dots_i16(kind, qs, d, m, xq, sx, xsum, n, K, M, out);
         for (long r = 0; r < M; r++) {
@@ -385,21 +413,22 @@ int block_linear_bf16(int kind, const uint8_t *qs, const uint16_t *d, const uint
         }
     }
 #else
-    (void)qs; (void)d; (void)m; (void)ln; (void)x; (void)bias; (void)residual; (void)y; (void)n0; (void)n1; (void)N;
+    (void)qs; (void)d; (void)m; (void)ln; (void)eps; (void)x; (void)bias; (void)residual; (void)y; (void)n0; (void)n1; (void)N;
 #endif
     return 0;
 }
 
-/* y [M, F] = silu(x' Wg^T) * (x' Wu^T), x' = x diag(ln), for bf16 x, rounded as
- * row_swiglu_bf16 does, W = [Wg; Wu] of 2F rows; columns [n0, n1) of F. */
+/* y [M, F] = silu(x' Wg^T) * (x' Wu^T), x' = x diag(ln) (normalized first where eps >= 0),
+ * for bf16 x, rounded as row_swiglu_bf16 does, W = [Wg; Wu] of 2F rows; columns [n0, n1) of F. */
 int block_swiglu_bf16(int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const float *ln,
-                      const uint16_t *x, uint16_t *y, long n0, long n1, long K, long M, long F) {
+                      float eps, const uint16_t *x, uint16_t *y, long n0, long n1, long K, long M, long F) {
     if (refused_bf16(kind, K, M)) return -1;
 #ifdef HAVE_AVX512_BF16
     const long nb = K / 32;
     int16_t xq[M * K];
     float sx[M * nb], xsum[M * nb], g[MAX_ROWS], u[MAX_ROWS];
-    quantize_rows(kind, x, ln, K, M, xq, sx, xsum);
+    prefetch_start(kind, qs, d, m, n0, K);
+    quantize_rows(kind, x, ln, eps, K, M, xq, sx, xsum);
     for (long n = n0; n < n1; n++) {
         dots_i16(kind, qs, d, m, xq, sx, xsum, n, K, M, g);
         dots_i16(kind, qs, d, m, xq, sx, xsum, n + F, K, M, u);
@@ -409,7 +438,7 @@ int block_swiglu_bf16(int kind, const uint8_t *qs, const uint16_t *d, const uint
         }
     }
 #else
-    (void)qs; (void)d; (void)m; (void)ln; (void)x; (void)y; (void)n0; (void)n1; (void)F;
+    (void)qs; (void)d; (void)m; (void)ln; (void)eps; (void)x; (void)y; (void)n0; (void)n1; (void)F;
 #endif
     return 0;
 }

@@ -25,7 +25,7 @@ SOURCE = Path(__file__).with_name("block_linear.c")
 KINDS = {"Q4_1": 0, "Q8_0": 1}  # block_linear.c's kind codes, by GGUF type name
 BLOCK = 32  # weights per block in both types
 
-_P, _L, _I = ctypes.c_void_p, ctypes.c_long, ctypes.c_int
+_P, _L, _I, _F = ctypes.c_void_p, ctypes.c_long, ctypes.c_int, ctypes.c_float
 
 
 @dataclass(frozen=True)
@@ -110,16 +110,18 @@ class BlockLinear:
         self._swiglu = lib.block_swiglu_f32
         self._swiglu.argtypes, self._swiglu.restype = [_I, _P, _P, _P, _P, _P, _L, _L, _L, _L, _L], _I
         self._linear_bf16 = lib.block_linear_bf16
-        self._linear_bf16.argtypes, self._linear_bf16.restype = [_I, *[_P] * 8, _L, _L, _L, _L, _L], _I
+        self._linear_bf16.argtypes, self._linear_bf16.restype = [_I, *[_P] * 4, _F, *[_P] * 4, *[_L] * 5], _I
         self._swiglu_bf16 = lib.block_swiglu_bf16
-        self._swiglu_bf16.argtypes, self._swiglu_bf16.restype = [_I, *[_P] * 6, _L, _L, _L, _L, _L], _I
+        self._swiglu_bf16.argtypes, self._swiglu_bf16.restype = [_I, *[_P] * 4, _F, _P, _P, *[_L] * 5], _I
         self.max_rows = int(lib.block_linear_max_rows())
         self.bf16 = bool(lib.block_linear_bf16_supported())
 
     def linear(self, w: Blocks, b: torch.Tensor | None, x: torch.Tensor,
-               residual: torch.Tensor | None = None, ln: torch.Tensor | None = None) -> torch.Tensor:
+               residual: torch.Tensor | None = None, ln: torch.Tensor | None = None,
+               norm_eps: float | None = None) -> torch.Tensor:
         """x W^T (+ b) (+ residual) for x [..., K] of at most max_rows rows, fp32 or bf16
-        (the output's dtype); `ln` [K]: bf16 only."""
+        (the output's dtype). bf16 only: `ln` [K] scales x first; `norm_eps`: x is
+        RMS-normalized before that (x / sqrt(mean(x^2) + eps))."""
         x, rows = self._rows(x, w)
         out = torch.empty(*x.shape[:-1], w.n, dtype=x.dtype)
         if residual is not None:
@@ -127,23 +129,26 @@ class BlockLinear:
         bias = 0 if b is None else _same(b, (w.n,), x.dtype, "bias").data_ptr()
         tail = (0 if residual is None else residual.data_ptr(), out.data_ptr())
         if x.dtype == torch.bfloat16:
-            fn, head = self._linear_bf16, (KINDS[w.kind], *_ptrs(w), self._ln(ln, w.k), x.data_ptr(), bias, *tail)
+            fn, head = self._linear_bf16, (KINDS[w.kind], *_ptrs(w), self._ln(ln, w.k), _eps(norm_eps), x.data_ptr(),
+                                           bias, *tail)
         else:
-            _no_fold(ln)
+            _no_fold(ln, norm_eps)
             fn, head = self._linear, (KINDS[w.kind], *_ptrs(w), x.data_ptr(), bias, *tail)
         run_split("block_linear", fn, head, w.n, (w.k, rows, w.n), MIN_FEATURES_PER_THREAD, _check)
         return out
 
-    def swiglu(self, w: Blocks, x: torch.Tensor, ln: torch.Tensor | None = None) -> torch.Tensor:
+    def swiglu(self, w: Blocks, x: torch.Tensor, ln: torch.Tensor | None = None,
+               norm_eps: float | None = None) -> torch.Tensor:
         """silu(x Wg^T) * x Wu^T, W = [Wg; Wu], for x [..., K] of at most max_rows rows, fp32
-        or bf16; `ln` as for linear."""
+        or bf16; `ln`, `norm_eps` as for linear."""
         x, rows = self._rows(x, w)
         f = w.n // 2
         out = torch.empty(*x.shape[:-1], f, dtype=x.dtype)
         if x.dtype == torch.bfloat16:
-            fn, head = self._swiglu_bf16, (KINDS[w.kind], *_ptrs(w), self._ln(ln, w.k), x.data_ptr(), out.data_ptr())
+            fn, head = self._swiglu_bf16, (KINDS[w.kind], *_ptrs(w), self._ln(ln, w.k), _eps(norm_eps), x.data_ptr(),
+                                           out.data_ptr())
         else:
-            _no_fold(ln)
+            _no_fold(ln, norm_eps)
             fn, head = self._swiglu, (KINDS[w.kind], *_ptrs(w), x.data_ptr(), out.data_ptr())
         run_split("block_linear", fn, head, f, (w.k, rows, f), MIN_FEATURES_PER_THREAD, _check)
         return out
@@ -179,9 +184,15 @@ def _same(t: torch.Tensor, shape: tuple, dtype: torch.dtype, what: str) -> torch
     return t.contiguous()
 
 
-def _no_fold(ln: torch.Tensor | None) -> None:
-    if ln is not None:  # an fp32 model keeps its norms unfolded (linear.py)
-        raise ValueError("block linear: a folded norm scale takes bf16 rows")
+def _no_fold(ln: torch.Tensor | None, norm_eps: float | None) -> None:
+    if ln is not None or norm_eps is not None:  # an fp32 model keeps its norms as HF runs them
+        raise ValueError("block linear: a norm (scale or RMS) in the matmul takes bf16 rows")
+
+
+def _eps(norm_eps: float | None) -> float:
+    if norm_eps is not None and not norm_eps >= 0:
+        raise ValueError("block linear: the norm's eps must be >= 0")
+    return -1.0 if norm_eps is None else float(norm_eps)
 
 
 def _check(code: int) -> None:

@@ -104,7 +104,7 @@ def test_refused_shapes_raise_and_more_rows_stay_on_f_linear(kernel):
         kernel.linear(b, None, torch.randn(1, 64).half())
     with pytest.raises(ValueError, match="residual"):
         kernel.linear(b, None, torch.randn(1, 64), torch.randn(1, 15))
-    with pytest.raises(ValueError, match="folded norm scale takes bf16"):
+    with pytest.raises(ValueError, match="norm .scale or RMS. in the matmul takes bf16"):
         kernel.linear(b, None, torch.randn(1, 64), ln=torch.ones(64))
     lin = Linear.build(b.dequantize(), device=torch.device("cpu"), dtype=torch.float32, kind="plain",
                        block_kernel=kernel, blocks=b)
@@ -153,6 +153,26 @@ def test_bf16_rows_give_the_fp32_product_rounded(bf16_kernel, kind, n, k, rows, 
     exact, moved = bf16_reference(w, x, ln)
     assert_bf16_of(bf16_kernel.linear(b, None, x, ln=ln), exact, moved)
     assert_bf16_of(bf16_kernel.linear(b, bias, x, residual, ln=ln), exact + bias.float() + residual.float(), moved)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bf16_rows_rms_normalized_in_the_kernel(bf16_kernel, kind):
+    """norm_eps: each row divided by sqrt(mean(x^2) + eps) before the scale, as the model's
+    RMSNorm would (here in fp32, without its rounding to bf16)."""
+    torch.manual_seed(5)
+    b, _ = blocks_of(kind, torch.randn(64, 96) * 0.05)
+    w, b = b.dequantize(), bf16_kernel.prepare(b, torch.bfloat16)
+    ln, eps = torch.rand(96) + 0.5, 1e-5
+    x = (torch.randn(3, 96) * torch.tensor([[0.01], [1.0], [30.0]])).bfloat16()  # rows of any scale
+    normed = x.float() / torch.sqrt(x.float().pow(2).mean(-1, keepdim=True) + eps)
+    exact, moved = bf16_reference(w, normed.bfloat16(), ln)
+    exact = F.linear(normed * ln, w)  # from the unrounded normalized rows
+    assert_bf16_of(bf16_kernel.linear(b, None, x, ln=ln, norm_eps=eps), exact, moved * 1.01 + 1e-6)
+    gate, up = exact.chunk(2, dim=-1)
+    torch.testing.assert_close(bf16_kernel.swiglu(b, x, ln, norm_eps=eps).float(),
+                               (F.silu(gate).bfloat16().float() * up).bfloat16().float(), rtol=2**-6, atol=2e-3)
+    with pytest.raises(ValueError, match="eps"):
+        bf16_kernel.linear(b, None, x, ln=ln, norm_eps=-1.0)
 
 
 @pytest.mark.parametrize("kind", KINDS)
