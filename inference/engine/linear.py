@@ -85,8 +85,9 @@ class FewRows:
 
 class Linear:
     def __init__(self, kind: str, w, b: torch.Tensor | None, w_up=None, *, reduce_range: bool = False,
-                 few: FewRows | None = None):
+                 few: FewRows | None = None, in_features: int = 0):
         self.kind = kind
+        self.in_features = in_features  # K
         self.w, self.b, self.w_up = w, b, w_up  # packed / prepacked objects for packed, int8
         self.reduce_range = reduce_range
         self.few = few
@@ -108,7 +109,7 @@ class Linear:
         if kind == "int8":
             bias = None if b is None else b.detach().float().contiguous()
             # Without VNNI, FBGEMM's AVX2 path sums u8 x s8 pairs in int16: 7-bit activations.
-            return cls(kind, _prepack_int8(w, bias), None, reduce_range=not cpu_has_vnni())
+            return cls(kind, _prepack_int8(w, bias), None, reduce_range=not cpu_has_vnni(), in_features=w.shape[1])
         b = None if b is None else b.detach().to(device=device, dtype=dtype)
         w = w.to(device=device, dtype=dtype).contiguous()
         few = None
@@ -118,10 +119,11 @@ class Linear:
         use_row = few is None and kind == "packed" and row_kernel is not None and row_kernel.fits(w)
         if kind == "packed" and halves:  # SwiGLU: gate and up as two packed matmuls with post-ops
             gate, up = (t.contiguous() for t in w.chunk(2, dim=0))
-            return cls(kind, _pack(gate), b, _pack(up), few=FewRows(row_kernel, gate, up, halves=True) if use_row else few)
+            return cls(kind, _pack(gate), b, _pack(up), few=FewRows(row_kernel, gate, up, halves=True) if use_row else few,
+                       in_features=w.shape[1])
         if use_row:
             few = FewRows(row_kernel, w)
-        return cls(kind, _pack(w) if kind == "packed" else w, b, few=few)
+        return cls(kind, _pack(w) if kind == "packed" else w, b, few=few, in_features=w.shape[1])
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if self.few is not None and self.few.takes(x):
@@ -163,36 +165,56 @@ class Linear:
         """silu(x W_gate^T) * x W_up^T."""
         if self.few is not None and self.few.takes(x, halves=True):
             return self.few.swiglu(x)
+        return self.own_swiglu(x)
+
+    def own_swiglu(self, x: torch.Tensor) -> torch.Tensor:
+        """swiglu on the kind's own weights, whatever the rows."""
         if self.w_up is not None:
             gate = torch.ops.mkldnn._linear_pointwise(x, self.w, None, "swish", [], "")
             return torch.ops.mkldnn._linear_pointwise.binary(x, gate, self.w_up, None, "mul")
-        gate, up = self(x).chunk(2, dim=-1)
+        gate, up = self.own(x).chunk(2, dim=-1)
         return F.silu(gate) * up
 
 
-def rows_faster_on_few(lin: Linear, dtype: torch.dtype, cap: int, rounds: int = 3) -> int:
-    """The most rows m <= cap of `dtype` such that lin's few-row kernel ran faster than its own
-    weights at every row count up to m, timed here (best of `rounds`, interleaved); 0 if
-    not at one. Where the blocks beat oneDNN's packed bf16 depends on the machine's read
-    bandwidth against its arithmetic, so it is measured, not assumed."""
-    if lin.few is None:
+def rows_faster_on_few(linears: list[Linear], dtype: torch.dtype, cap: int, rounds: int = 3,
+                       budget_s: float = 3.0) -> int:
+    """The most rows m <= cap of `dtype` such that a pass over `linears` (a forward's matmuls,
+    in order) on their few-row kernels ran faster than on their own weights at every row
+    count up to m, timed here (best of `rounds`, interleaved); 0 if not at one. Where the
+    blocks beat oneDNN's packed bf16 depends on the machine's read bandwidth against its
+    arithmetic, so it is measured, not assumed; a whole pass, because one matrix timed
+    again and again sits in a large cache that a forward's weights do not. Past `budget_s`
+    (a slow machine) no more rows are tried."""
+    linears = [lin for lin in linears if lin.few is not None]
+    if not linears:
         return 0
-    k = lin.few.w.k if isinstance(lin.few.w, Blocks) else lin.few.w.shape[1]
-    few = lin.few
-    rows = 0
+    rows, began = 0, time.perf_counter()
     with torch.inference_mode():
         for m in range(1, cap + 1):
-            x = torch.randn(m, k).to(dtype)
-            best = {"few": float("inf"), "own": float("inf")}
-            for _ in range(rounds):
-                for name, fn in (("few", few.linear), ("own", lambda x, _b: lin.own(x))):
+            if time.perf_counter() - began > budget_s:
+                break
+            xs = {k: torch.randn(m, k).to(dtype) for k in {lin.in_features for lin in linears}}
+            best = {True: float("inf"), False: float("inf")}
+            for r in range(rounds + 1):  # the first round warms both (pages, thread pools): untimed
+                for on_few in best:
                     start = time.perf_counter()
-                    fn(x, lin.b)
-                    best[name] = min(best[name], time.perf_counter() - start)
-            if best["few"] >= best["own"]:
+                    _pass(linears, xs, on_few)
+                    if r:
+                        best[on_few] = min(best[on_few], time.perf_counter() - start)
+            if best[True] >= best[False]:
                 break
             rows = m
     return rows
+
+
+def _pass(linears: list[Linear], xs: dict[int, torch.Tensor], on_few: bool) -> None:
+    for lin in linears:
+        x, few = xs[lin.in_features], lin.few
+        assert few is not None
+        if on_few:
+            few.swiglu(x) if few.halves else few.linear(x, lin.b)
+        else:
+            lin.own_swiglu(x) if few.halves else lin.own(x)
 
 
 def choose_kind(device: torch.device, dtype: torch.dtype, weights: str) -> str:

@@ -27,7 +27,7 @@ Hkv key/value heads, G = H // Hkv, D head dim, E hidden size, F MLP size, V voca
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -111,7 +111,7 @@ class DecoderModel:
         weights take fp32 activations (see linear.py). `kernels`: one of KERNELS.
         `blocks`: the GGUF blocks of the weights, by HF weight name (gguf.load_blocks),
         for few-row matmuls on the block kernel. `block_rows`: for bf16, the most rows
-        those run on the blocks; None: timed against oneDNN on the LM head, here."""
+        those run on the blocks; None: timed against oneDNN over every matmul, here."""
         cfg = hf_model.config
         self.device = torch.device(device)
         if weights == "int8" and dtype != torch.float32:
@@ -134,50 +134,31 @@ class DecoderModel:
         # Folding the RMSNorm scale into the next matmul saves an op per norm; done only
         # where the kernel already gives up bit-parity with HF (bf16 CPU, int8).
         fold = kind != "plain"
+        # mk reads row_kernel and block_kernel when called: a rebuild below takes new ones.
         def mk(w: torch.Tensor, b: torch.Tensor | None = None, ln: torch.Tensor | None = None,
                halves: bool = False, names: tuple[str, ...] = ()) -> Linear:
             parts = [blocks.get(f"{n}.weight") for n in names] if block_kernel is not None else []
             fused = Blocks.cat(parts) if parts and all(parts) else None  # type: ignore[arg-type]
-            lin = Linear.build(w, b, ln if fold else None, device=self.device, dtype=dtype, kind=kind,
-                               halves=halves, row_kernel=row_kernel, block_kernel=block_kernel, blocks=fused)
-            if lin.few is not None and block_rows is not None and isinstance(lin.few.w, Blocks):
-                lin.few.max_rows = block_rows
-            return lin
+            return Linear.build(w, b, ln if fold else None, device=self.device, dtype=dtype, kind=kind,
+                                halves=halves, row_kernel=row_kernel, block_kernel=block_kernel, blocks=fused)
 
         inner = hf_model.model
-        lm_head = None
-        if block_kernel is not None and dtype == torch.bfloat16 and block_rows is None:
-            lm_head = mk(hf_model.lm_head.weight, None, inner.norm.weight, names=("lm_head",))
-            block_rows = rows_faster_on_few(lm_head, dtype, block_kernel.max_rows)
-            log.info("bf16 matmuls of up to %d rows run on the GGUF blocks (timed against oneDNN here)", block_rows)
-            if lm_head.few is not None:
-                lm_head.few.max_rows = block_rows
-            if block_rows == 0:
-                block_kernel = lm_head = None
-        # Where the blocks serve one row they read fewer bytes than the row kernel's bf16 copy.
-        if kernels != "torch" and kind == "packed" and block_kernel is None:
-            row_kernel = row_linear.load()
-        self.block_rows = block_rows if block_kernel is not None else 0
-        self.layers: list[LayerWeights] = []
-        for i, layer in enumerate(inner.layers):
-            att, mlp = layer.self_attn, layer.mlp
-            at, ml = f"model.layers.{i}.self_attn", f"model.layers.{i}.mlp"
-            ln1, ln2 = layer.input_layernorm.weight, layer.post_attention_layernorm.weight
-            biases = [p.bias for p in (att.q_proj, att.k_proj, att.v_proj)]
-            b_qkv = torch.cat(biases) if all(b is not None for b in biases) else None
-            self.layers.append(LayerWeights(
-                ln_attn=None if fold else self._w(ln1),
-                qkv=mk(torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]), b_qkv, ln1,
-                       names=(f"{at}.q_proj", f"{at}.k_proj", f"{at}.v_proj")),
-                o=mk(att.o_proj.weight, att.o_proj.bias, names=(f"{at}.o_proj",)),
-                ln_mlp=None if fold else self._w(ln2),
-                gate_up=mk(torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]), None, ln2, halves=True,
-                           names=(f"{ml}.gate_proj", f"{ml}.up_proj")),
-                down=mk(mlp.down_proj.weight, names=(f"{ml}.down_proj",)),
-            ))
         self.embed = self._w(inner.embed_tokens.weight)  # [V, E]
         self.norm = None if fold else self._w(inner.norm.weight)  # [E]
-        self.lm_head = lm_head or mk(hf_model.lm_head.weight, None, inner.norm.weight, names=("lm_head",))  # [V, E]
+        if kernels != "torch" and kind == "packed" and block_kernel is None:
+            row_kernel = row_linear.load()
+        self._build_matmuls(hf_model, mk, fold)
+        if block_kernel is not None and dtype == torch.bfloat16 and block_rows is None:
+            block_rows = rows_faster_on_few(self.linears(), dtype, block_kernel.max_rows)
+            log.info("bf16 matmuls of up to %d rows run on the GGUF blocks (timed against oneDNN here)", block_rows)
+            if block_rows == 0:  # not even one row: the one-row kernel's bf16 copy after all
+                block_kernel = None
+                row_kernel = row_linear.load() if kernels != "torch" and kind == "packed" else None
+                self._build_matmuls(hf_model, mk, fold)
+        for lin in self.linears():
+            if lin.few is not None and block_rows is not None and isinstance(lin.few.w, Blocks):
+                lin.few.max_rows = block_rows
+        self.block_rows = (block_rows if block_rows is not None else block_kernel.max_rows) if block_kernel else 0
         # RoPE tables for every position, computed as HF does (fp32, then cast), from the
         # model's own rotary module so any scaling it implements (llama3, yarn, ...) applies.
         rotary = inner.rotary_emb
@@ -196,6 +177,32 @@ class DecoderModel:
                          torch.zeros(n_v, head_dim, device=self.device, dtype=dtype))  # v: angle 0
         self._n_qk = n_qk
         self.decode_attention = self._choose_attention(kernels)
+
+    def _build_matmuls(self, hf_model: Any, mk: Callable[..., Linear], fold: bool) -> None:
+        """Every layer's matmuls and the LM head, on the kernels `mk` builds them with."""
+        inner = hf_model.model
+        self.layers = []
+        for i, layer in enumerate(inner.layers):
+            att, mlp = layer.self_attn, layer.mlp
+            at, ml = f"model.layers.{i}.self_attn", f"model.layers.{i}.mlp"
+            ln1, ln2 = layer.input_layernorm.weight, layer.post_attention_layernorm.weight
+            biases = [p.bias for p in (att.q_proj, att.k_proj, att.v_proj)]
+            b_qkv = torch.cat(biases) if all(b is not None for b in biases) else None
+            self.layers.append(LayerWeights(
+                ln_attn=None if fold else self._w(ln1),
+                qkv=mk(torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]), b_qkv, ln1,
+                       names=(f"{at}.q_proj", f"{at}.k_proj", f"{at}.v_proj")),
+                o=mk(att.o_proj.weight, att.o_proj.bias, names=(f"{at}.o_proj",)),
+                ln_mlp=None if fold else self._w(ln2),
+                gate_up=mk(torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]), None, ln2, halves=True,
+                           names=(f"{ml}.gate_proj", f"{ml}.up_proj")),
+                down=mk(mlp.down_proj.weight, names=(f"{ml}.down_proj",)),
+            ))
+        self.lm_head = mk(hf_model.lm_head.weight, None, inner.norm.weight, names=("lm_head",))  # [V, E]
+
+    def linears(self) -> list[Linear]:
+        """Every matmul of a forward, in the order it runs them."""
+        return [lin for lw in self.layers for lin in (lw.qkv, lw.o, lw.gate_up, lw.down)] + [self.lm_head]
 
     def _choose_attention(self, kernels: str) -> decode_attention.DecodeAttention | None:
         if kernels == "torch":

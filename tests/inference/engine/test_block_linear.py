@@ -321,3 +321,21 @@ def test_a_bf16_model_runs_few_rows_on_the_blocks_and_tracks_hf(bf16_kernel, tin
         expected = ref[15 + i]
         assert torch.nn.functional.cosine_similarity(lg, expected, dim=0) > 0.999, f"step {i}"
         assert (lg - expected).abs().max() < 0.2 * expected.std(), f"step {i}"
+
+
+def test_the_rows_on_the_blocks_are_timed_at_load_and_held_by_every_matmul(bf16_kernel, tiny_gguf):
+    """block_rows None: a pass over the model's matmuls on the blocks against one on oneDNN,
+    one row count after another; every matmul then takes what that found (none: the
+    one-row kernel instead)."""
+    from transformers import AutoModelForCausalLM
+
+    from inference.engine.model import DecoderModel
+
+    path, model_dir, file_model = tiny_gguf
+    blocks = engine_gguf.matching_blocks(path, file_model)
+    bf16_hf = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.bfloat16).eval()
+    model = DecoderModel(bf16_hf, device=torch.device("cpu"), dtype=torch.bfloat16, max_context=64, blocks=blocks)
+    assert 0 <= model.block_rows <= bf16_kernel.max_rows
+    on_blocks = [lin for lin in model.linears() if lin.few is not None and isinstance(lin.few.w, Blocks)]
+    assert len(on_blocks) == (len(model.linears()) if model.block_rows else 0)
+    assert {lin.few.max_rows for lin in on_blocks} <= {model.block_rows}
