@@ -57,10 +57,13 @@ class FewRows:
     """A matmul's weights on one of our kernels, for the few rows `takes` accepts."""
 
     def __init__(self, kernel: RowLinear | BlockLinear, w: torch.Tensor | Blocks, w_up: torch.Tensor | None = None,
-                 *, halves: bool = False, ln: torch.Tensor | None = None):
-        """`ln`: for the block kernel, the RMSNorm scale folded into W (fp32), or None."""
-        self.kernel, self.w, self.w_up, self.halves, self.ln = kernel, w, w_up, halves, ln
+                 b: torch.Tensor | None = None, *, halves: bool = False, ln: torch.Tensor | None = None,
+                 dtype: torch.dtype = torch.bfloat16):
+        """`ln`: for the block kernel, the RMSNorm scale folded into W (fp32), or None;
+        `dtype`: the rows' (the block kernel takes fp32 or bf16)."""
+        self.kernel, self.w, self.w_up, self.b, self.halves, self.ln = kernel, w, w_up, b, halves, ln
         self.max_rows = 1 if isinstance(kernel, RowLinear) else kernel.max_rows
+        self.bound = kernel.bind(w, b, ln, dtype=dtype) if isinstance(kernel, BlockLinear) else None
 
     def takes(self, x: torch.Tensor, halves: bool = False) -> bool:
         return halves == self.halves and x.numel() <= self.max_rows * x.shape[-1]
@@ -71,16 +74,16 @@ class FewRows:
         where the norm's scale was folded in)."""
         return self.ln is not None
 
-    def linear(self, x: torch.Tensor, b: torch.Tensor | None, residual: torch.Tensor | None = None,
+    def linear(self, x: torch.Tensor, residual: torch.Tensor | None = None,
                norm_eps: float | None = None) -> torch.Tensor:
-        if isinstance(self.kernel, RowLinear):
-            return self.kernel.linear(self.w, b, x, residual)
-        return self.kernel.linear(self.w, b, x, residual, self.ln, norm_eps)
+        if self.bound is None:
+            return self.kernel.linear(self.w, self.b, x, residual)  # type: ignore[arg-type]
+        return self.bound.linear(x, residual, norm_eps)
 
     def swiglu(self, x: torch.Tensor, norm_eps: float | None = None) -> torch.Tensor:
-        if isinstance(self.kernel, RowLinear):
-            return self.kernel.swiglu(self.w, self.w_up, x)
-        return self.kernel.swiglu(self.w, x, self.ln, norm_eps)
+        if self.bound is None:
+            return self.kernel.swiglu(self.w, self.w_up, x)  # type: ignore[call-arg, arg-type]
+        return self.bound.swiglu(x, norm_eps)
 
 
 class Linear:
@@ -115,26 +118,26 @@ class Linear:
         few = None
         if block_kernel is not None and blocks is not None and (blocks.n, blocks.k) == tuple(w.shape) \
                 and (fold is None or dtype == torch.bfloat16):
-            few = FewRows(block_kernel, block_kernel.prepare(blocks, dtype), halves=halves, ln=fold)
+            few = FewRows(block_kernel, block_kernel.prepare(blocks, dtype), b=b, halves=halves, ln=fold, dtype=dtype)
         use_row = few is None and kind == "packed" and row_kernel is not None and row_kernel.fits(w)
         if kind == "packed" and halves:  # SwiGLU: gate and up as two packed matmuls with post-ops
             gate, up = (t.contiguous() for t in w.chunk(2, dim=0))
-            return cls(kind, _pack(gate), b, _pack(up), few=FewRows(row_kernel, gate, up, halves=True) if use_row else few,
+            return cls(kind, _pack(gate), b, _pack(up), few=FewRows(row_kernel, gate, up, b, halves=True) if use_row else few,
                        in_features=w.shape[1])
         if use_row:
-            few = FewRows(row_kernel, w)
+            few = FewRows(row_kernel, w, b=b)
         return cls(kind, _pack(w) if kind == "packed" else w, b, few=few, in_features=w.shape[1])
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if self.few is not None and self.few.takes(x):
-            return self.few.linear(x, self.b)
+            return self.few.linear(x)
         return self.own(x)
 
     def normed(self, x: torch.Tensor, norm: Norm, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
         """self(norm(x, weight)), `norm` the RMSNorm (of `eps`) before this matmul; inside the
         kernel where it takes x (one op for the norm's several) and holds the norm's scale."""
         if self.few is not None and self.few.norms and self.few.takes(x):
-            return self.few.linear(x, self.b, norm_eps=eps)
+            return self.few.linear(x, norm_eps=eps)
         return self(norm(x, weight))
 
     def normed_swiglu(self, x: torch.Tensor, norm: Norm, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
@@ -154,7 +157,7 @@ class Linear:
     def add(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
         """residual + x W^T (+ b)."""
         if self.few is not None and self.few.takes(x):
-            return self.few.linear(x, self.b, residual)
+            return self.few.linear(x, residual)
         if self.kind == "packed":
             return torch.ops.mkldnn._linear_pointwise.binary(x, residual, self.w, self.b, "add")
         if self.kind == "int8":
@@ -212,7 +215,7 @@ def _pass(linears: list[Linear], xs: dict[int, torch.Tensor], on_few: bool) -> N
         x, few = xs[lin.in_features], lin.few
         assert few is not None
         if on_few:
-            few.swiglu(x) if few.halves else few.linear(x, lin.b)
+            few.swiglu(x) if few.halves else few.linear(x)
         else:
             lin.own_swiglu(x) if few.halves else lin.own(x)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from . import calls
 from .build import load_library
 from .calls import MIN_FEATURES_PER_THREAD, run_split
 
@@ -116,42 +117,25 @@ class BlockLinear:
         self.max_rows = int(lib.block_linear_max_rows())
         self.bf16 = bool(lib.block_linear_bf16_supported())
 
+    def bind(self, w: Blocks, b: torch.Tensor | None = None, ln: torch.Tensor | None = None, *,
+             dtype: torch.dtype) -> BoundBlocks:
+        """The kernel on w (+ b) for rows of `dtype`, checked and laid out once: what a
+        model's matmul calls every step. `ln` [K] fp32: bf16 only (scales the rows)."""
+        return BoundBlocks(self, w, b, ln, dtype)
+
     def linear(self, w: Blocks, b: torch.Tensor | None, x: torch.Tensor,
                residual: torch.Tensor | None = None, ln: torch.Tensor | None = None,
                norm_eps: float | None = None) -> torch.Tensor:
         """x W^T (+ b) (+ residual) for x [..., K] of at most max_rows rows, fp32 or bf16
         (the output's dtype). bf16 only: `ln` [K] scales x first; `norm_eps`: x is
         RMS-normalized before that (x / sqrt(mean(x^2) + eps))."""
-        x, rows = self._rows(x, w)
-        out = torch.empty(*x.shape[:-1], w.n, dtype=x.dtype)
-        if residual is not None:
-            residual = _same(residual, out.shape, x.dtype, "residual")
-        bias = 0 if b is None else _same(b, (w.n,), x.dtype, "bias").data_ptr()
-        tail = (0 if residual is None else residual.data_ptr(), out.data_ptr())
-        if x.dtype == torch.bfloat16:
-            fn, head = self._linear_bf16, (KINDS[w.kind], *_ptrs(w), self._ln(ln, w.k), _eps(norm_eps), x.data_ptr(),
-                                           bias, *tail)
-        else:
-            _no_fold(ln, norm_eps)
-            fn, head = self._linear, (KINDS[w.kind], *_ptrs(w), x.data_ptr(), bias, *tail)
-        run_split("block_linear", fn, head, w.n, (w.k, rows, w.n), MIN_FEATURES_PER_THREAD, _check)
-        return out
+        return self.bind(w, b, ln, dtype=x.dtype).linear(x, residual, norm_eps)
 
     def swiglu(self, w: Blocks, x: torch.Tensor, ln: torch.Tensor | None = None,
                norm_eps: float | None = None) -> torch.Tensor:
         """silu(x Wg^T) * x Wu^T, W = [Wg; Wu], for x [..., K] of at most max_rows rows, fp32
         or bf16; `ln`, `norm_eps` as for linear."""
-        x, rows = self._rows(x, w)
-        f = w.n // 2
-        out = torch.empty(*x.shape[:-1], f, dtype=x.dtype)
-        if x.dtype == torch.bfloat16:
-            fn, head = self._swiglu_bf16, (KINDS[w.kind], *_ptrs(w), self._ln(ln, w.k), _eps(norm_eps), x.data_ptr(),
-                                           out.data_ptr())
-        else:
-            _no_fold(ln, norm_eps)
-            fn, head = self._swiglu, (KINDS[w.kind], *_ptrs(w), x.data_ptr(), out.data_ptr())
-        run_split("block_linear", fn, head, f, (w.k, rows, f), MIN_FEATURES_PER_THREAD, _check)
-        return out
+        return self.bind(w, None, ln, dtype=x.dtype).swiglu(x, norm_eps)
 
     @staticmethod
     def prepare(w: Blocks, dtype: torch.dtype) -> Blocks:
@@ -159,19 +143,67 @@ class BlockLinear:
         (fewer bytes, widened 16 at a time), the fp32 loop as fp32."""
         return w.with_scales(torch.float16 if dtype == torch.bfloat16 else torch.float32)
 
-    def _rows(self, x: torch.Tensor, w: Blocks) -> tuple[torch.Tensor, int]:
-        k = w.k
-        dtypes = (torch.float32, torch.bfloat16) if self.bf16 else (torch.float32,)
-        if x.shape[-1] != k or x.dtype not in dtypes or not 1 <= x.numel() // k <= self.max_rows:
-            names = " or ".join(str(t).removeprefix("torch.") for t in dtypes)
-            raise ValueError(f"block linear: 1 to {self.max_rows} {names} rows of the weight's width")
-        if w.d.dtype != self.prepare(w, x.dtype).d.dtype:
-            raise ValueError(f"block linear: {x.dtype} rows take the blocks as BlockLinear.prepare lays them out")
-        return x.contiguous(), x.numel() // k
+
+
+class BoundBlocks:
+    """BlockLinear on one weight's blocks, for rows of one dtype (BlockLinear.bind)."""
+
+    def __init__(self, kernel: BlockLinear, w: Blocks, b: torch.Tensor | None, ln: torch.Tensor | None,
+                 dtype: torch.dtype):
+        bf16 = dtype == torch.bfloat16
+        if dtype not in ((torch.float32, torch.bfloat16) if kernel.bf16 else (torch.float32,)):
+            raise ValueError(f"block linear: no kernel for {dtype} rows on this CPU")
+        if w.d.dtype != kernel.prepare(w, dtype).d.dtype:
+            raise ValueError(f"block linear: {dtype} rows take the blocks as BlockLinear.prepare lays them out")
+        if not bf16:
+            _no_fold(ln, None)
+        self.max_rows, self.dtype, self.n, self.k = kernel.max_rows, dtype, w.n, w.k
+        b = None if b is None else _same(b, (w.n,), dtype, "bias")
+        ln = None if ln is None else _same(ln, (w.k,), torch.float32, "folded norm scale")
+        self._keep = (w, b, ln)  # the pointers below point into these
+        self._head = (KINDS[w.kind], *_ptrs(w), *((0 if ln is None else ln.data_ptr(),) if bf16 else ()))
+        self._bias = 0 if b is None else b.data_ptr()
+        self._linear = kernel._linear_bf16 if bf16 else kernel._linear
+        self._swiglu = kernel._swiglu_bf16 if bf16 else kernel._swiglu
+        self._bf16 = bf16
+
+    def linear(self, x: torch.Tensor, residual: torch.Tensor | None = None,
+               norm_eps: float | None = None) -> torch.Tensor:
+        x, rows = self._rows(x)
+        out = torch.empty(*x.shape[:-1], self.n, dtype=self.dtype)
+        if residual is not None:
+            residual = _same(residual, out.shape, self.dtype, "residual")
+        tail = (x.data_ptr(), self._bias, 0 if residual is None else residual.data_ptr(), out.data_ptr())
+        self._run(self._linear, self._args(norm_eps, tail), self.n, (self.k, rows, self.n))
+        return out
+
+    def swiglu(self, x: torch.Tensor, norm_eps: float | None = None) -> torch.Tensor:
+        """silu(x Wg^T) * x Wu^T, the weight [Wg; Wu]."""
+        x, rows = self._rows(x)
+        f = self.n // 2
+        out = torch.empty(*x.shape[:-1], f, dtype=self.dtype)
+        self._run(self._swiglu, self._args(norm_eps, (x.data_ptr(), out.data_ptr())), f, (self.k, rows, f))
+        return out
+
+    def _args(self, norm_eps: float | None, tail: tuple) -> tuple:
+        if self._bf16:
+            return (*self._head, _eps(norm_eps), *tail)
+        _no_fold(None, norm_eps)
+        return (*self._head, *tail)
 
     @staticmethod
-    def _ln(ln: torch.Tensor | None, k: int) -> int:
-        return 0 if ln is None else _same(ln, (k,), torch.float32, "folded norm scale").data_ptr()
+    def _run(fn, head: tuple, n: int, tail: tuple) -> None:
+        if n < 2 * MIN_FEATURES_PER_THREAD and not calls.PROFILE:  # one piece whatever the threads
+            _check(fn(*head, 0, n, *tail))
+        else:
+            run_split("block_linear", fn, head, n, tail, MIN_FEATURES_PER_THREAD, _check)
+
+    def _rows(self, x: torch.Tensor) -> tuple[torch.Tensor, int]:
+        k = self.k
+        if x.dtype != self.dtype or x.shape[-1] != k or not 1 <= x.numel() // k <= self.max_rows:
+            raise ValueError(f"block linear: 1 to {self.max_rows} {str(self.dtype).removeprefix('torch.')} "
+                             "rows of the weight's width")
+        return x.contiguous(), x.numel() // k
 
 
 def _ptrs(w: Blocks) -> tuple[int, int, int]:
