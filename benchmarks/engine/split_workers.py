@@ -64,7 +64,7 @@ def _serve(role: str, spec: WorkerSpec, events_q, body: Callable) -> None:
                               prefix_cache_tokens=spec.prefix_cache_tokens)
         loaded = load_model(config)
         events_q.put(("ready", role, {"pid": os.getpid(), "affinity": sorted(os.sched_getaffinity(0)),
-                                      "dtype": str(loaded.model.dtype)}))
+                                      "dtype": str(loaded.model.dtype), "block_rows": loaded.model.block_rows}))
         body(loaded, config, from_url(spec.kv_url))
     except BaseException:
         events_q.put(("error", role, traceback.format_exc()))
