@@ -98,7 +98,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="Tandem prefix cache size (default 0 = off: every prompt computed in full, like HF)")
     p.add_argument("--llamacpp-threads", default="1,2", help="llama.cpp thread counts (default 1,2)")
     p.add_argument("--no-quality", dest="quality", action="store_false",
-                   help="skip the quality section (int8 and fp32 against bf16)")
+                   help="skip the quality section (int8, fp32 and bf16's few-row kernel against bf16)")
     args = p.parse_args(argv)
     args.dtype = concrete_precision(args.dtype)
     args.hf_dtype = "bfloat16" if args.dtype == "int8" else args.dtype
@@ -170,7 +170,7 @@ def measure(args: argparse.Namespace, sz, prompts: list[list[int]], long_prompts
 def measure_quality(args: argparse.Namespace) -> list[dict]:
     from .quality import evaluate
 
-    candidates = ["int8", "float32"]
+    candidates = ["int8", "float32", "bfloat16"]  # bf16 against itself: its few-row kernel
     try:
         return evaluate(args.model, "bfloat16", candidates, limit=3 if args.quick else None, say=say)
     except Exception:
