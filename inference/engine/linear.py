@@ -179,6 +179,17 @@ class Linear:
         return F.silu(gate) * up
 
 
+def mlp(gate_up: Linear, down: Linear, x: torch.Tensor, norm: Norm, weight: torch.Tensor | None,
+        eps: float) -> torch.Tensor:
+    """x + down(swiglu(norm(x, weight))): a layer's MLP after its residual stream x; one
+    kernel call for both matmuls where the block kernel takes x in both."""
+    g, dn = gate_up.few, down.few
+    if g is not None and dn is not None and g.bound is not None and dn.bound is not None and g.norms \
+            and dn.b is None and g.takes(x, halves=True) and dn.takes(x):
+        return g.bound.mlp(dn.bound, x, eps)
+    return down.add(gate_up.normed_swiglu(x, norm, weight, eps), x)
+
+
 def rows_faster_on_few(linears: list[Linear], dtype: torch.dtype, cap: int, rounds: int = 3,
                        budget_s: float = 3.0) -> int:
     """The most rows m <= cap of `dtype` such that a pass over `linears` (a forward's matmuls,

@@ -36,7 +36,7 @@ import torch.nn.functional as F
 
 from .kernels import block_linear, decode_attention, row_linear
 from .kernels.block_linear import Blocks
-from .linear import Linear, choose_kind, rows_faster_on_few
+from .linear import Linear, choose_kind, mlp, rows_faster_on_few
 
 # A causal prefill longer than two of these runs SDPA per chunk of this many queries, each
 # against the keys up to its end: SDPA's CPU kernel skips little above the diagonal by
@@ -283,8 +283,7 @@ class DecoderModel:
             else:
                 o = self._attend(i, qkv.view(B, S, H + 2 * Hkv, D), groups, attn, cos, sin)
             x = lw.o.add(o, x)  # x + o W_o^T  [B, S, E]
-            mlp = lw.gate_up.normed_swiglu(x, norm, lw.ln_mlp, eps)  # silu(h W_g^T) * h W_u^T
-            x = lw.down.add(mlp, x)  # x + mlp W_d^T
+            x = mlp(lw.gate_up, lw.down, x, norm, lw.ln_mlp, eps)  # x + (silu(h W_g^T) * h W_u^T) W_d^T
             yield
         if logit_index.dim() == 2:  # [B, K]: several positions per row (teacher forcing)
             rows = rows[:, None]

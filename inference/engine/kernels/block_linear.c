@@ -442,3 +442,22 @@ int block_swiglu_bf16(int kind, const uint8_t *qs, const uint16_t *d, const uint
 #endif
     return 0;
 }
+
+/* y [M, K] = x + down(silu(x' Wg^T) * (x' Wu^T)), x' = x diag(ln) (normalized first where
+ * eps >= 0): a layer's MLP in one call, its [M, F] middle rounded to bf16 as
+ * block_swiglu_bf16 gives it and never leaving this function. gate_up: [Wg; Wu] of 2F rows
+ * of width K; down: K rows of width F. */
+int block_mlp_bf16(int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const float *ln, float eps,
+                   int down_kind, const uint8_t *down_qs, const uint16_t *down_d, const uint16_t *down_m,
+                   const uint16_t *x, uint16_t *y, long K, long F, long M) {
+    if (refused_bf16(kind, K, M) || refused_bf16(down_kind, F, M)) return -1;
+#ifdef HAVE_AVX512_BF16
+    uint16_t mid[M * F];
+    block_swiglu_bf16(kind, qs, d, m, ln, eps, x, mid, 0, F, K, M, F);
+    return block_linear_bf16(down_kind, down_qs, down_d, down_m, NULL, -1.f, mid, NULL, x, y, 0, K, F, M, K);
+#else
+    (void)qs; (void)d; (void)m; (void)ln; (void)eps; (void)down_qs; (void)down_d; (void)down_m; (void)x; (void)y;
+    return 0;
+#endif
+}
+

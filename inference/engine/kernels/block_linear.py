@@ -114,6 +114,8 @@ class BlockLinear:
         self._linear_bf16.argtypes, self._linear_bf16.restype = [_I, *[_P] * 4, _F, *[_P] * 4, *[_L] * 5], _I
         self._swiglu_bf16 = lib.block_swiglu_bf16
         self._swiglu_bf16.argtypes, self._swiglu_bf16.restype = [_I, *[_P] * 4, _F, _P, _P, *[_L] * 5], _I
+        self._mlp_bf16 = lib.block_mlp_bf16
+        self._mlp_bf16.argtypes, self._mlp_bf16.restype = [_I, *[_P] * 4, _F, _I, *[_P] * 5, *[_L] * 3], _I
         self.max_rows = int(lib.block_linear_max_rows())
         self.bf16 = bool(lib.block_linear_bf16_supported())
 
@@ -165,6 +167,7 @@ class BoundBlocks:
         self._bias = 0 if b is None else b.data_ptr()
         self._linear = kernel._linear_bf16 if bf16 else kernel._linear
         self._swiglu = kernel._swiglu_bf16 if bf16 else kernel._swiglu
+        self._kernel_mlp = kernel._mlp_bf16
         self._bf16 = bf16
 
     def linear(self, x: torch.Tensor, residual: torch.Tensor | None = None,
@@ -183,6 +186,18 @@ class BoundBlocks:
         f = self.n // 2
         out = torch.empty(*x.shape[:-1], f, dtype=self.dtype)
         self._run(self._swiglu, self._args(norm_eps, (x.data_ptr(), out.data_ptr())), f, (self.k, rows, f))
+        return out
+
+    def mlp(self, down: BoundBlocks, x: torch.Tensor, norm_eps: float | None = None) -> torch.Tensor:
+        """x + down(silu(x Wg^T) * x Wu^T), this the [Wg; Wu] of a layer's MLP and `down` its
+        down projection (no bias): one call for the two matmuls, bf16 rows."""
+        x, rows = self._rows(x)
+        f = self.n // 2
+        if not (self._bf16 and down._bf16 and down.k == f and down.n == self.k and not down._bias):
+            raise ValueError("block linear: an MLP takes bf16 [Wg; Wu] of 2F rows and a down projection [K, F]")
+        out = torch.empty_like(x)
+        args = (*self._head, _eps(norm_eps), *down._head[:4], x.data_ptr(), out.data_ptr(), self.k, f, rows)
+        _check(self._kernel_mlp(*args))
         return out
 
     def _args(self, norm_eps: float | None, tail: tuple) -> tuple:

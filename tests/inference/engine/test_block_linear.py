@@ -189,6 +189,22 @@ def test_bf16_swiglu_rounds_as_the_packed_post_ops(bf16_kernel, kind):
     torch.testing.assert_close(got.float(), expected.float(), rtol=2**-6, atol=2e-3)
 
 
+@pytest.mark.parametrize("rows", [1, 3])
+def test_the_mlp_in_one_call_is_its_two_calls(bf16_kernel, rows):
+    """x + down(swiglu(x)): the same sums, roundings and residual as swiglu then linear."""
+    torch.manual_seed(6)
+    gu, _ = blocks_of("Q4_1", torch.randn(2 * 64, 96) * 0.1)
+    dn, _ = blocks_of("Q4_1", torch.randn(96, 64) * 0.1)
+    ln = torch.rand(96) + 0.5
+    gate_up = bf16_kernel.bind(bf16_kernel.prepare(gu, torch.bfloat16), None, ln, dtype=torch.bfloat16)
+    down = bf16_kernel.bind(bf16_kernel.prepare(dn, torch.bfloat16), dtype=torch.bfloat16)
+    x = torch.randn(rows, 1, 96).bfloat16()
+    two_calls = down.linear(gate_up.swiglu(x, 1e-5), residual=x)
+    assert torch.equal(gate_up.mlp(down, x, 1e-5), two_calls)
+    with pytest.raises(ValueError, match="down projection"):
+        gate_up.mlp(gate_up, x, 1e-5)
+
+
 def test_a_zero_block_of_activations_gives_zero(bf16_kernel):
     b, _ = blocks_of("Q4_1", torch.randn(8, 64))
     x = torch.zeros(1, 64).bfloat16()
