@@ -197,7 +197,11 @@ class BoundBlocks:
             raise ValueError("block linear: an MLP takes bf16 [Wg; Wu] of 2F rows and a down projection [K, F]")
         out = torch.empty_like(x)
         args = (*self._head, _eps(norm_eps), *down._head[:4], x.data_ptr(), out.data_ptr(), self.k, f, rows)
-        _check(self._kernel_mlp(*args))
+        if calls.PROFILE:
+            with torch.profiler.record_function("block_linear"):
+                _check(self._kernel_mlp(*args))
+        else:
+            _check(self._kernel_mlp(*args))
         return out
 
     def _args(self, norm_eps: float | None, tail: tuple) -> tuple:
