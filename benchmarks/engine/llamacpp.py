@@ -59,7 +59,8 @@ def ensure_built(version: str = VERSION, say=_say) -> Path:
     binary = _built(version, "build", [], say)
     if _runs(binary):
         return binary
-    say("the native build crashed on a 2-token run; building again without ggml's AMX kernels")
+    if not binary_path(version, "build-noamx").exists():
+        say("the native build crashed on a 2-token run; building again without ggml's AMX kernels")
     binary = _built(version, "build-noamx", [f"-DCMAKE_C_FLAGS={NO_AMX_FLAGS}", f"-DCMAKE_CXX_FLAGS={NO_AMX_FLAGS}"],
                     say)
     if not _runs(binary):

@@ -179,13 +179,13 @@ static void block_sums(const float *x, long K, long M, float *xsum) {
         }
 }
 
+/* A call this build cannot take: `built` says whether its instructions were compiled in. */
+static int refused_by(int built, int kind, long K, long M) {
+    return !built || (kind != Q4_1 && kind != Q8_0) || K % 32 || M < 1 || M > MAX_ROWS;
+}
+
 static int refused(int kind, long K, long M) {
-#ifdef HAVE_AVX2
-    return (kind != Q4_1 && kind != Q8_0) || K % 32 || M < 1 || M > MAX_ROWS;
-#else
-    (void)kind; (void)K; (void)M;
-    return 1;
-#endif
+    return refused_by(block_linear_supported(), kind, K, M);
 }
 
 /* y [M, N] = x [M, K] W^T + bias + residual, for output columns [n0, n1) only (callers split
@@ -380,12 +380,7 @@ static void dots_i16(int kind, const uint8_t *qs, const uint16_t *d, const uint1
 #endif
 
 static int refused_bf16(int kind, long K, long M) {
-#ifdef HAVE_AVX512_BF16
-    return (kind != Q4_1 && kind != Q8_0) || K % 32 || M < 1 || M > MAX_ROWS;
-#else
-    (void)kind; (void)K; (void)M;
-    return 1;
-#endif
+    return refused_by(block_linear_bf16_supported(), kind, K, M);
 }
 
 /* y [M, N] = round(x diag(ln) W^T + bias + residual) for bf16 x, bias [N], residual [M, N]
