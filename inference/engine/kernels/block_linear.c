@@ -364,6 +364,56 @@ static void prefetch_start(int kind, const uint8_t *qs, const uint16_t *d, const
     }
 }
 
+/* One row of x of 16 to 32 blocks (a 512- to 1024-wide matmul, most of a small model's): its
+ * block scales and sums in registers for the whole call, so each output row's fixed work
+ * (its scale table and the minimum's sum, half of a 576-wide row in the loop above) is a
+ * few whole-register ops. */
+typedef struct {
+    __m512 sx[2], xsum[2];
+    __mmask16 tail;  /* blocks 16.. of a row */
+} OneRow;
+
+static inline OneRow one_row(const float *sx, const float *xsum, long nb) {
+    OneRow o;
+    o.tail = mask16(16, nb);
+    o.sx[0] = _mm512_loadu_ps(sx), o.sx[1] = _mm512_maskz_loadu_ps(o.tail, sx + 16);
+    o.xsum[0] = _mm512_loadu_ps(xsum), o.xsum[1] = _mm512_maskz_loadu_ps(o.tail, xsum + 16);
+    return o;
+}
+
+static inline __attribute__((always_inline)) float dot_one_i16(
+        int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const int16_t *xq, const OneRow *o,
+        long n, long nb) {
+    const long qb = kind == Q4_1 ? 16 : 32;
+    const uint8_t *q = qs + n * nb * qb;
+    const uint16_t *dn = d + n * nb, *mn = kind == Q4_1 ? m + n * nb : dn;
+    float scale[32];
+    _mm512_storeu_ps(scale, _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)dn)), o->sx[0]));
+    _mm512_storeu_ps(scale + 16, _mm512_mul_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(o->tail, dn + 16)), o->sx[1]));
+    __m512 acc = _mm512_setzero_ps(), acc2 = acc;
+    long b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        _mm_prefetch((const char *)(q + b * qb + PF_I16), _MM_HINT_T0);
+        _mm_prefetch((const char *)(dn + b + PF_I16 / qb), _MM_HINT_T0);
+        if (kind == Q4_1) _mm_prefetch((const char *)(mn + b + PF_I16 / qb), _MM_HINT_T0);
+        __m512i s = _mm512_dpwssd_epi32(_mm512_setzero_si512(), widen16(kind, q + b * qb), _mm512_loadu_si512(xq + 32 * b));
+        __m512i t = _mm512_dpwssd_epi32(_mm512_setzero_si512(), widen16(kind, q + (b + 1) * qb),
+                                        _mm512_loadu_si512(xq + 32 * b + 32));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(scale[b]), acc);
+        acc2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_set1_ps(scale[b + 1]), acc2);
+    }
+    if (b < nb) {
+        __m512i s = _mm512_dpwssd_epi32(_mm512_setzero_si512(), widen16(kind, q + b * qb), _mm512_loadu_si512(xq + 32 * b));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(scale[b]), acc);
+    }
+    __m512 v = _mm512_add_ps(acc, acc2);
+    if (kind == Q4_1) {
+        v = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)mn)), o->xsum[0], v);
+        v = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(o->tail, mn + 16)), o->xsum[1], v);
+    }
+    return _mm512_reduce_add_ps(v);
+}
+
 static void dots_i16(int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const int16_t *xq,
                      const float *sx, const float *xsum, long n, long K, long M, float *out) {
 #define ROWS(KIND) \
@@ -398,6 +448,16 @@ int block_linear_bf16(int kind, const uint8_t *qs, const uint16_t *d, const uint
     float sx[M * nb], xsum[M * nb], out[MAX_ROWS];
     prefetch_start(kind, qs, d, m, n0, K);
     quantize_rows(kind, x, ln, eps, K, M, xq, sx, xsum);
+    if (M == 1 && nb >= 16 && nb <= 32) {
+        const OneRow o = one_row(sx, xsum, nb);
+        for (long n = n0; n < n1; n++) {
+            float v = kind == Q4_1 ? dot_one_i16(Q4_1, qs, d, m, xq, &o, n, nb) : dot_one_i16(Q8_0, qs, d, m, xq, &o, n, nb);
+            if (bias) v += bf16_to_f32(bias[n]);
+            if (residual) v += bf16_to_f32(residual[n]);
+            y[n] = f32_to_bf16(v);
+        }
+        return 0;
+    }
     for (long n = n0; n < n1; n++) {
         dots_i16(kind, qs, d, m, xq, sx, xsum, n, K, M, out);
         for (long r = 0; r < M; r++) {
@@ -424,9 +484,17 @@ int block_swiglu_bf16(int kind, const uint8_t *qs, const uint16_t *d, const uint
     float sx[M * nb], xsum[M * nb], g[MAX_ROWS], u[MAX_ROWS];
     prefetch_start(kind, qs, d, m, n0, K);
     quantize_rows(kind, x, ln, eps, K, M, xq, sx, xsum);
+    const int one = M == 1 && nb >= 16 && nb <= 32;
+    const OneRow o = one ? one_row(sx, xsum, nb) : (OneRow){0};
     for (long n = n0; n < n1; n++) {
-        dots_i16(kind, qs, d, m, xq, sx, xsum, n, K, M, g);
-        dots_i16(kind, qs, d, m, xq, sx, xsum, n + F, K, M, u);
+        if (one) {
+            g[0] = kind == Q4_1 ? dot_one_i16(Q4_1, qs, d, m, xq, &o, n, nb) : dot_one_i16(Q8_0, qs, d, m, xq, &o, n, nb);
+            u[0] = kind == Q4_1 ? dot_one_i16(Q4_1, qs, d, m, xq, &o, n + F, nb)
+                                : dot_one_i16(Q8_0, qs, d, m, xq, &o, n + F, nb);
+        } else {
+            dots_i16(kind, qs, d, m, xq, sx, xsum, n, K, M, g);
+            dots_i16(kind, qs, d, m, xq, sx, xsum, n + F, K, M, u);
+        }
         for (long r = 0; r < M; r++) {
             float gate = bf16_to_f32(f32_to_bf16(g[r] / (1.f + expf(fminf(-g[r], 80.f)))));
             y[r * F + n] = f32_to_bf16(gate * u[r]);
