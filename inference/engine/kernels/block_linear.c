@@ -366,8 +366,8 @@ static void prefetch_start(int kind, const uint8_t *qs, const uint16_t *d, const
 
 /* One row of x of 16 to 32 blocks (a 512- to 1024-wide matmul, most of a small model's): its
  * block scales and sums in registers for the whole call, so each output row's fixed work
- * (its scale table and the minimum's sum, half of a 576-wide row in the loop above) is a
- * few whole-register ops. */
+ * (its scale table and the minimum's sum: masked loops in dot_row_i16, a large share of a
+ * short row) is a few whole-register ops. */
 typedef struct {
     __m512 sx[2], xsum[2];
     __mmask16 tail;  /* blocks 16.. of a row */
