@@ -229,16 +229,17 @@ int block_swiglu_f32(int kind, const uint8_t *qs, const float *d, const float *m
 }
 
 #ifdef HAVE_AVX512_BF16
-/* Rows of x as int16 per block of 32: xq = round(x ln / sx) with sx = max |x ln| / 32767 over
- * the block, and xsum the block's sum of x ln (what a Q4_1 minimum multiplies), from the
- * unrounded values. The words go in the order the kind's weights widen to (widen16):
- * Q4_1 [0-7, 16-23, 8-15, 24-31], Q8_0 as they come. */
+/* 16 bf16 as fp32. */
 static inline __m512 widen_bf16(const uint16_t *p) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
 }
 
-/* eps >= 0: each row RMS-normalized first, x / sqrt(mean(x^2) + eps), in fp32 (the norm the
- * model would otherwise run as torch ops before this matmul). */
+/* Rows of x as int16 per block of 32: xq = round(x ln / sx) with sx = max |x ln| / 32767 over
+ * the block, and xsum the block's sum of x ln (what a Q4_1 minimum multiplies), from the
+ * unrounded values. The words go in the order the kind's weights widen to (widen16):
+ * Q4_1 [0-7, 16-23, 8-15, 24-31], Q8_0 as they come. eps >= 0: each row RMS-normalized
+ * first, x / sqrt(mean(x^2) + eps), in fp32 (the norm the model would otherwise run as torch
+ * ops before this matmul). */
 static void quantize_rows(int kind, const uint16_t *x, const float *ln, float eps, long K, long M,
                           int16_t *xq, float *sx, float *xsum) {
     const long nb = K / 32;
@@ -295,11 +296,12 @@ static inline __attribute__((always_inline)) __m512i widen16(int kind, const uin
     return _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)q));
 }
 
-/* p[b, b + 16) as fp32, of p[0, n) (zeros past n). */
+/* Lanes b.. of p[0, n): all 16, or those before n. */
 static inline __mmask16 mask16(long b, long n) {
     return n - b >= 16 ? 0xFFFF : (__mmask16)((1u << (n - b)) - 1);
 }
 
+/* p[b, b + 16) as fp32, of p[0, n) (zeros past n): fp16 p, fp32 p. */
 static inline __m512 halves(const uint16_t *p, long b, long n) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask16(b, n), p + b));
 }
