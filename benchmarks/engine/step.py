@@ -72,8 +72,7 @@ def _blocks_read(model, batch: int) -> list:
     from inference.engine.kernels.block_linear import Blocks
 
     probe = torch.empty(batch, 1, 1)
-    linears = [lin for lw in model.layers for lin in (lw.qkv, lw.o, lw.gate_up, lw.down)] + [model.lm_head]
-    return [lin.few.w for lin in linears
+    return [lin.few.w for lin in model.linears()
             if lin.few is not None and isinstance(lin.few.w, Blocks) and lin.few.takes(probe, lin.few.halves)]
 
 

@@ -416,8 +416,22 @@ static inline __attribute__((always_inline)) float dot_one_i16(
     return _mm512_reduce_add_ps(v);
 }
 
-static void dots_i16(int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const int16_t *xq,
-                     const float *sx, const float *xsum, long n, long K, long M, float *out) {
+/* Whether the M rows of x take dot_one_i16 (set up in *o) or dot_row_i16. */
+static inline int takes_one_row(long M, long nb, const float *sx, const float *xsum, OneRow *o) {
+    if (M != 1 || nb < 16 || nb > 32) return 0;
+    *o = one_row(sx, xsum, nb);
+    return 1;
+}
+
+/* out[r] = x[r] . W[n] for the M quantized rows: through dot_one_i16 where `one` is given. */
+static inline __attribute__((always_inline)) void dots_i16(
+        int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const int16_t *xq, const float *sx,
+        const float *xsum, const OneRow *one, long n, long K, long M, float *out) {
+    if (one) {
+        out[0] = kind == Q4_1 ? dot_one_i16(Q4_1, qs, d, m, xq, one, n, K / 32)
+                              : dot_one_i16(Q8_0, qs, d, m, xq, one, n, K / 32);
+        return;
+    }
 #define ROWS(KIND) \
     switch (M) { \
     case 1: dot_row_i16(KIND, qs, d, m, xq, sx, xsum, n, K, 1, out); break; \
@@ -450,18 +464,10 @@ int block_linear_bf16(int kind, const uint8_t *qs, const uint16_t *d, const uint
     float sx[M * nb], xsum[M * nb], out[MAX_ROWS];
     prefetch_start(kind, qs, d, m, n0, K);
     quantize_rows(kind, x, ln, eps, K, M, xq, sx, xsum);
-    if (M == 1 && nb >= 16 && nb <= 32) {
-        const OneRow o = one_row(sx, xsum, nb);
-        for (long n = n0; n < n1; n++) {
-            float v = kind == Q4_1 ? dot_one_i16(Q4_1, qs, d, m, xq, &o, n, nb) : dot_one_i16(Q8_0, qs, d, m, xq, &o, n, nb);
-            if (bias) v += bf16_to_f32(bias[n]);
-            if (residual) v += bf16_to_f32(residual[n]);
-            y[n] = f32_to_bf16(v);
-        }
-        return 0;
-    }
+    OneRow o;
+    const OneRow *one = takes_one_row(M, nb, sx, xsum, &o) ? &o : NULL;
     for (long n = n0; n < n1; n++) {
-        dots_i16(kind, qs, d, m, xq, sx, xsum, n, K, M, out);
+        dots_i16(kind, qs, d, m, xq, sx, xsum, one, n, K, M, out);
         for (long r = 0; r < M; r++) {
             float v = out[r];
             if (bias) v += bf16_to_f32(bias[n]);
@@ -486,17 +492,11 @@ int block_swiglu_bf16(int kind, const uint8_t *qs, const uint16_t *d, const uint
     float sx[M * nb], xsum[M * nb], g[MAX_ROWS], u[MAX_ROWS];
     prefetch_start(kind, qs, d, m, n0, K);
     quantize_rows(kind, x, ln, eps, K, M, xq, sx, xsum);
-    const int one = M == 1 && nb >= 16 && nb <= 32;
-    const OneRow o = one ? one_row(sx, xsum, nb) : (OneRow){0};
+    OneRow o;
+    const OneRow *one = takes_one_row(M, nb, sx, xsum, &o) ? &o : NULL;
     for (long n = n0; n < n1; n++) {
-        if (one) {
-            g[0] = kind == Q4_1 ? dot_one_i16(Q4_1, qs, d, m, xq, &o, n, nb) : dot_one_i16(Q8_0, qs, d, m, xq, &o, n, nb);
-            u[0] = kind == Q4_1 ? dot_one_i16(Q4_1, qs, d, m, xq, &o, n + F, nb)
-                                : dot_one_i16(Q8_0, qs, d, m, xq, &o, n + F, nb);
-        } else {
-            dots_i16(kind, qs, d, m, xq, sx, xsum, n, K, M, g);
-            dots_i16(kind, qs, d, m, xq, sx, xsum, n + F, K, M, u);
-        }
+        dots_i16(kind, qs, d, m, xq, sx, xsum, one, n, K, M, g);
+        dots_i16(kind, qs, d, m, xq, sx, xsum, one, n + F, K, M, u);
         for (long r = 0; r < M; r++) {
             float gate = bf16_to_f32(f32_to_bf16(g[r] / (1.f + expf(fminf(-g[r], 80.f)))));
             y[r * F + n] = f32_to_bf16(gate * u[r]);

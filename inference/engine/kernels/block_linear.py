@@ -143,7 +143,7 @@ class BlockLinear:
     def prepare(w: Blocks, dtype: torch.dtype) -> Blocks:
         """w laid out for rows of `dtype`: the bf16 loop reads the scales as the file's fp16
         (fewer bytes, widened 16 at a time), the fp32 loop as fp32."""
-        return w.with_scales(torch.float16 if dtype == torch.bfloat16 else torch.float32)
+        return w.with_scales(_scale_dtype(dtype))
 
 
 
@@ -155,7 +155,7 @@ class BoundBlocks:
         bf16 = dtype == torch.bfloat16
         if dtype not in ((torch.float32, torch.bfloat16) if kernel.bf16 else (torch.float32,)):
             raise ValueError(f"block linear: no kernel for {dtype} rows on this CPU")
-        if w.d.dtype != kernel.prepare(w, dtype).d.dtype:
+        if w.d.dtype != _scale_dtype(dtype):
             raise ValueError(f"block linear: {dtype} rows take the blocks as BlockLinear.prepare lays them out")
         if not bf16:
             _no_fold(ln, None)
@@ -223,6 +223,10 @@ class BoundBlocks:
             raise ValueError(f"block linear: 1 to {self.max_rows} {str(self.dtype).removeprefix('torch.')} "
                              "rows of the weight's width")
         return x.contiguous(), x.numel() // k
+
+
+def _scale_dtype(rows: torch.dtype) -> torch.dtype:
+    return torch.float16 if rows == torch.bfloat16 else torch.float32
 
 
 def _ptrs(w: Blocks) -> tuple[int, int, int]:
