@@ -16,7 +16,9 @@ Three ways of running the same windows, since int8's activation scales are per c
 few rows run on another kernel:
 - prefill: each window in one forward (what a prefill worker computes);
 - decode: all windows step together, one token per row per step (what a decode batch
-  computes, the per-call activation scale shared by the rows of a step);
+  computes, the per-call activation scale shared by the rows of a step), with copies of a
+  window added where there are too few to leave the few-row kernel (a copy changes no
+  row's result: fp32 and bf16 rows are independent, int8's per-call scale is a maximum);
 - few: the windows step in groups of the model's `block_rows` (one if none), the decode
   steps of a quiet site that bf16 runs on the GGUF's blocks (linear.py); scored against
   the reference's decode, whose many rows never take that kernel.
@@ -87,15 +89,18 @@ def score(model, ids, mode: str = "prefill", rows_per_forward: int = 4) -> Score
                                        torch.arange(W - 1).expand(n, W - 1))  # [n, W-1, V]
                 _fill(argmax, nll, start, logits, chunk[:, 1:])
         elif mode in ("decode", "few"):
-            group = N if mode == "decode" else max(1, getattr(model, "block_rows", 0))
+            group = N if mode == "decode" else max(1, model.block_rows)
             for start in range(0, N, group):
                 rows = ids[start : start + group]
                 n = rows.shape[0]
-                cache = model.new_kv(n, W)
+                if mode == "decode" and n <= model.block_rows:  # copies of a row, so that the step
+                    rows = torch.cat([rows, rows[:1].expand(model.block_rows + 1 - n, W)])  # is many-row
+                rows_run = rows.shape[0]
+                cache = model.new_kv(rows_run, W)
                 for t in range(W - 1):
-                    logits = model.forward(rows[:, t : t + 1], torch.full((n, 1), t), [CacheGroup(cache, 0, t + 1)],
-                                           torch.zeros(n, dtype=torch.long))  # [n, V]
-                    a, b = _top1_and_nll(logits, rows[:, t + 1])
+                    logits = model.forward(rows[:, t : t + 1], torch.full((rows_run, 1), t), [CacheGroup(cache, 0, t + 1)],
+                                           torch.zeros(rows_run, dtype=torch.long))[:n]  # [n, V]
+                    a, b = _top1_and_nll(logits, rows[:n, t + 1])
                     argmax[start : start + n, t], nll[start : start + n, t] = a, b
         else:
             raise ValueError(f"mode must be one of {MODES}")
@@ -148,7 +153,7 @@ def evaluate(model_dir: str, reference: str, candidates: list[str], modes: tuple
             s = score(loaded.model, ids, m)
             ref_s = ref_scores[REFERENCE_MODE[m]]
             row = {"candidate": c, "reference": reference, "mode": m, **compare(s, ref_s), "seconds": s.seconds,
-                   "reference_seconds": ref_s.seconds, "block_rows": getattr(loaded.model, "block_rows", 0)}
+                   "reference_seconds": ref_s.seconds, "block_rows": loaded.model.block_rows}
             say(f"quality: {c} vs {reference}, {m}: agreement {row['agreement']:.2%}, perplexity "
                 f"{row['ppl']:.3f} vs {row['ppl_reference']:.3f} ({row['ppl_ratio'] - 1:+.2%}) -> "
                 f"{'PASS' if row['passes'] else 'FAIL'}")
