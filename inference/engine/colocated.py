@@ -7,7 +7,7 @@ reservation are free (priority, group caps, budget, as for decode), so a prefill
 prompt never waits for a slot, and plans each step's prefill piece beside the decode rows:
 - chunked_prefill=False: whole prompts (a batch of them), which stalls the running
   streams for the whole prompt;
-- chunked_prefill=True: while streams are decoding, at most `prefill_chunk` prompt
+- chunked_prefill=True (EngineConfig's default): while streams are decoding, at most `prefill_chunk` prompt
   tokens (the next pieces of one or more prompts, each after the KV of its earlier
   pieces), bounding the stall each decode step sees; with no stream running, whole
   prompts, as there is no one to stall.
@@ -30,11 +30,11 @@ from .sequence import OnFinish, OnToken, Sequence, StopChecker, StreamHandle
 
 
 class ColocatedEngine:
-    def __init__(self, model: LoadedModel, config: EngineConfig, *, chunked_prefill: bool = False,
+    def __init__(self, model: LoadedModel, config: EngineConfig, *, chunked_prefill: bool | None = None,
                  start: bool = True):
         self.config = config
         self.max_context = config.max_context
-        self.chunked_prefill = chunked_prefill
+        self.chunked_prefill = config.chunked_prefill if chunked_prefill is None else chunked_prefill
         self.prefix_cache = (
             PrefixCache(fingerprint=model.fingerprint, max_tokens=config.prefix_cache_tokens,
                         block_size=config.prefix_block)
@@ -42,7 +42,7 @@ class ColocatedEngine:
         )
         self.runner = ModelRunner(model.model, fingerprint=model.fingerprint, max_batch=config.max_batch,
                                   max_context=config.max_context, prefix_cache=self.prefix_cache)
-        self.scheduler = Scheduler(scheduler_config(config, chunked_prefill=chunked_prefill),
+        self.scheduler = Scheduler(scheduler_config(config, chunked_prefill=self.chunked_prefill),
                                    eos_ids=model.eos_token_ids, lookup=self.runner.lookup)
         self.loop = EngineLoop(config, self.scheduler, self.runner, eos_ids=model.eos_token_ids,
                                name="tandem-colocated")

@@ -42,8 +42,12 @@ class EngineConfig:
     # Prefill: prompts per forward, and an upper bound on padded tokens per forward.
     prefill_max_batch: int = 8
     prefill_max_tokens: int = 8192
-    # Colocated engine with chunked prefill: prompt tokens per chunk between decode steps
-    # (on 2 CPU cores a 128-token chunk costs about one decode step of a large batch).
+    # Colocated engine: while streams decode, prompts run in chunks of `prefill_chunk`
+    # tokens, one chunk a step, so a long prompt delays each running stream's next token by
+    # one chunk, not by the whole prompt (on 2 CPU cores a 128-token chunk costs about one
+    # decode step of a large batch). False: whole prompts, a little more throughput and
+    # stalls as long as the prompts (docs/benchmarks-engine.md).
+    chunked_prefill: bool = True
     prefill_chunk: int = 128
     # Prefix cache: KV tokens kept for reuse (0 disables it) and the block size of its keys.
     prefix_cache_tokens: int = 16384

@@ -45,6 +45,8 @@ def worker_config_from_env() -> WorkerConfig:
         max_batch=int(os.environ.get("TANDEM_MAX_BATCH", "64")),
         max_context=settings.TANDEM_MAX_CONTEXT,
         prefill_max_batch=int(os.environ.get("TANDEM_PREFILL_MAX_BATCH", "8")),
+        # colocated workers: 1 = prompts in chunks while streams decode, 0 = whole prompts
+        chunked_prefill=os.environ.get("TANDEM_CHUNKED_PREFILL", "1") != "0",
     )
     return WorkerConfig(
         role=role,

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from inference.engine.colocated import ColocatedEngine
 from inference.engine.sampling import SamplingParams
 
-from .conftest import GREEDY, PROMPTS, Gate, Recorder, prompt
+from .conftest import GREEDY, PROMPTS, Gate, Recorder, prompt, tiny_config
 
 
 @pytest.mark.parametrize("chunked", [False, True], ids=["whole-prompts", "chunked"])
@@ -72,3 +73,12 @@ def test_cancelling_a_prompt_before_it_is_prefilled(make_colocated):
     assert (tokens, finish.finish_reason) == ([], "cancelled")
     hog.cancel()
     assert hog.result(timeout=30)[1].finish_reason == "cancelled"
+
+
+def test_colocated_engine_chunks_prompts_unless_configured_not_to(tiny, tiny_dir):
+    """The worker's default is chunked prefill (TANDEM_CHUNKED_PREFILL); the config's
+    setting reaches the scheduler, and an explicit argument overrides it."""
+    engines = [ColocatedEngine(tiny, tiny_config(tiny_dir), start=False),
+               ColocatedEngine(tiny, tiny_config(tiny_dir, chunked_prefill=False), start=False),
+               ColocatedEngine(tiny, tiny_config(tiny_dir, chunked_prefill=False), chunked_prefill=True, start=False)]
+    assert [e.scheduler.config.chunked_prefill for e in engines] == [True, False, True]
