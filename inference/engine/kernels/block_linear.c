@@ -43,6 +43,9 @@
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) && defined(__AVX512BF16__)
 #define HAVE_AVX512_BF16 1
 #endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* Rows a call takes: each row costs its own FMAs per block, and a little past this many
  * rows F.linear on the fp32 weights is the faster (docs/benchmarks-engine.md). */
@@ -69,6 +72,38 @@ int block_linear_bf16_supported(void) {
 }
 
 int block_linear_max_rows(void) { return MAX_ROWS; }
+
+/* Whether a call splits its columns across `threads` itself (built with OpenMP), or takes
+ * the columns [n0, n1) it is given on the calling thread only (block_linear.py then splits
+ * them). OpenMP, because a region's threads are torch's own (its libgomp, which the
+ * kernel's soname resolves to once torch is loaded) and wake in about a microsecond, where
+ * handing a piece to a Python thread pool cost tens: too much for a decode step's small
+ * matrices, so before this only the LM head was split. */
+int block_linear_parallel(void) {
+#ifdef _OPENMP
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+/* Columns a thread takes at least: fewer are streamed in about the time waking it costs. */
+#define MIN_COLUMNS 128
+
+static inline int threads_for(int threads, long n0, long n1) {
+    return threads > 1 && n1 - n0 >= 2 * MIN_COLUMNS ? threads : 1;
+}
+
+/* This thread's piece of [n0, n1) in a region (the whole range outside one). */
+static inline void piece(long n0, long n1, long *a, long *b) {
+#ifdef _OPENMP
+    long t = omp_get_thread_num(), T = omp_get_num_threads();
+#else
+    long t = 0, T = 1;
+#endif
+    *a = n0 + (n1 - n0) * t / T;
+    *b = n0 + (n1 - n0) * (t + 1) / T;
+}
 
 #ifdef HAVE_AVX2
 static inline float hsum(__m256 v) {
@@ -188,42 +223,61 @@ static int refused(int kind, long K, long M) {
     return refused_by(block_linear_supported(), kind, K, M);
 }
 
-/* y [M, N] = x [M, K] W^T + bias + residual, for output columns [n0, n1) only (callers split
- * N across threads); bias [N], residual [M, N] may be NULL. Returns 0, or -1 where refused
- * (no AVX2/FMA in this build, an unknown kind, K not a multiple of 32, M outside 1..MAX_ROWS). */
+/* y [M, N] = x [M, K] W^T + bias + residual, for output columns [n0, n1), split across
+ * `threads` where block_linear_parallel(); bias [N], residual [M, N] may be NULL. Returns 0,
+ * or -1 where refused (no AVX2/FMA in this build, an unknown kind, K not a multiple of 32,
+ * M outside 1..MAX_ROWS). */
 int block_linear_f32(int kind, const uint8_t *qs, const float *d, const float *m, const float *x,
                      const float *bias, const float *residual, float *y,
-                     long n0, long n1, long K, long M, long N) {
+                     long n0, long n1, long K, long M, long N, int threads) {
     if (refused(kind, K, M)) return -1;
 #ifdef HAVE_AVX2
-    float out[MAX_ROWS], xsum[M * (K / 32)];
+    float xsum[M * (K / 32)];
     if (kind == Q4_1) block_sums(x, K, M, xsum);
-    for (long n = n0; n < n1; n++) {
-        dots(kind, qs, d, m, x, xsum, n, K, M, out);
-        for (long r = 0; r < M; r++) {
-            float v = out[r];
-            if (bias) v += bias[n];
-            if (residual) v += residual[r * N + n];
-            y[r * N + n] = v;
+    int nt = threads_for(threads, n0, n1);
+    #pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        long a, b;
+        float out[MAX_ROWS];
+        piece(n0, n1, &a, &b);
+        for (long n = a; n < b; n++) {
+            dots(kind, qs, d, m, x, xsum, n, K, M, out);
+            for (long r = 0; r < M; r++) {
+                float v = out[r];
+                if (bias) v += bias[n];
+                if (residual) v += residual[r * N + n];
+                y[r * N + n] = v;
+            }
         }
     }
+#else
+    (void)threads;
 #endif
     return 0;
 }
 
 /* y [M, F] = silu(x Wg^T) * (x Wu^T), W = [Wg; Wu] of 2F rows, for columns [n0, n1) of F. */
 int block_swiglu_f32(int kind, const uint8_t *qs, const float *d, const float *m, const float *x,
-                     float *y, long n0, long n1, long K, long M, long F) {
+                     float *y, long n0, long n1, long K, long M, long F, int threads) {
     if (refused(kind, K, M)) return -1;
 #ifdef HAVE_AVX2
-    float g[MAX_ROWS], u[MAX_ROWS], xsum[M * (K / 32)];
+    float xsum[M * (K / 32)];
     if (kind == Q4_1) block_sums(x, K, M, xsum);
-    for (long n = n0; n < n1; n++) {
-        dots(kind, qs, d, m, x, xsum, n, K, M, g);
-        dots(kind, qs, d, m, x, xsum, n + F, K, M, u);
-        for (long r = 0; r < M; r++)  /* clamped: expf past ~88 is inf, which fast-math does not promise */
-            y[r * F + n] = g[r] / (1.f + expf(fminf(-g[r], 80.f))) * u[r];
+    int nt = threads_for(threads, n0, n1);
+    #pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        long a, b;
+        float g[MAX_ROWS], u[MAX_ROWS];
+        piece(n0, n1, &a, &b);
+        for (long n = a; n < b; n++) {
+            dots(kind, qs, d, m, x, xsum, n, K, M, g);
+            dots(kind, qs, d, m, x, xsum, n + F, K, M, u);
+            for (long r = 0; r < M; r++)  /* clamped: expf past ~88 is inf, which fast-math does not promise */
+                y[r * F + n] = g[r] / (1.f + expf(fminf(-g[r], 80.f))) * u[r];
+        }
     }
+#else
+    (void)threads;
 #endif
     return 0;
 }
@@ -456,27 +510,35 @@ static int refused_bf16(int kind, long K, long M) {
  * a multiple of 32, M outside 1..MAX_ROWS). */
 int block_linear_bf16(int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const float *ln,
                       float eps, const uint16_t *x, const uint16_t *bias, const uint16_t *residual, uint16_t *y,
-                      long n0, long n1, long K, long M, long N) {
+                      long n0, long n1, long K, long M, long N, int threads) {
     if (refused_bf16(kind, K, M)) return -1;
 #ifdef HAVE_AVX512_BF16
     const long nb = K / 32;
     int16_t xq[M * K];
-    float sx[M * nb], xsum[M * nb], out[MAX_ROWS];
+    float sx[M * nb], xsum[M * nb];
     prefetch_start(kind, qs, d, m, n0, K);
     quantize_rows(kind, x, ln, eps, K, M, xq, sx, xsum);
     OneRow o;
     const OneRow *one = takes_one_row(M, nb, sx, xsum, &o) ? &o : NULL;
-    for (long n = n0; n < n1; n++) {
-        dots_i16(kind, qs, d, m, xq, sx, xsum, one, n, K, M, out);
-        for (long r = 0; r < M; r++) {
-            float v = out[r];
-            if (bias) v += bf16_to_f32(bias[n]);
-            if (residual) v += bf16_to_f32(residual[r * N + n]);
-            y[r * N + n] = f32_to_bf16(v);
+    int nt = threads_for(threads, n0, n1);
+    #pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        long a, b;
+        float out[MAX_ROWS];
+        piece(n0, n1, &a, &b);
+        for (long n = a; n < b; n++) {
+            dots_i16(kind, qs, d, m, xq, sx, xsum, one, n, K, M, out);
+            for (long r = 0; r < M; r++) {
+                float v = out[r];
+                if (bias) v += bf16_to_f32(bias[n]);
+                if (residual) v += bf16_to_f32(residual[r * N + n]);
+                y[r * N + n] = f32_to_bf16(v);
+            }
         }
     }
 #else
     (void)qs; (void)d; (void)m; (void)ln; (void)eps; (void)x; (void)bias; (void)residual; (void)y; (void)n0; (void)n1; (void)N;
+    (void)threads;
 #endif
     return 0;
 }
@@ -484,26 +546,34 @@ int block_linear_bf16(int kind, const uint8_t *qs, const uint16_t *d, const uint
 /* y [M, F] = silu(x' Wg^T) * (x' Wu^T), x' = x diag(ln) (normalized first where eps >= 0),
  * for bf16 x, rounded as row_swiglu_bf16 does, W = [Wg; Wu] of 2F rows; columns [n0, n1) of F. */
 int block_swiglu_bf16(int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const float *ln,
-                      float eps, const uint16_t *x, uint16_t *y, long n0, long n1, long K, long M, long F) {
+                      float eps, const uint16_t *x, uint16_t *y, long n0, long n1, long K, long M, long F,
+                      int threads) {
     if (refused_bf16(kind, K, M)) return -1;
 #ifdef HAVE_AVX512_BF16
     const long nb = K / 32;
     int16_t xq[M * K];
-    float sx[M * nb], xsum[M * nb], g[MAX_ROWS], u[MAX_ROWS];
+    float sx[M * nb], xsum[M * nb];
     prefetch_start(kind, qs, d, m, n0, K);
     quantize_rows(kind, x, ln, eps, K, M, xq, sx, xsum);
     OneRow o;
     const OneRow *one = takes_one_row(M, nb, sx, xsum, &o) ? &o : NULL;
-    for (long n = n0; n < n1; n++) {
-        dots_i16(kind, qs, d, m, xq, sx, xsum, one, n, K, M, g);
-        dots_i16(kind, qs, d, m, xq, sx, xsum, one, n + F, K, M, u);
-        for (long r = 0; r < M; r++) {
-            float gate = bf16_to_f32(f32_to_bf16(g[r] / (1.f + expf(fminf(-g[r], 80.f)))));
-            y[r * F + n] = f32_to_bf16(gate * u[r]);
+    int nt = threads_for(threads, n0, n1);
+    #pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        long a, b;
+        float g[MAX_ROWS], u[MAX_ROWS];
+        piece(n0, n1, &a, &b);
+        for (long n = a; n < b; n++) {
+            dots_i16(kind, qs, d, m, xq, sx, xsum, one, n, K, M, g);
+            dots_i16(kind, qs, d, m, xq, sx, xsum, one, n + F, K, M, u);
+            for (long r = 0; r < M; r++) {
+                float gate = bf16_to_f32(f32_to_bf16(g[r] / (1.f + expf(fminf(-g[r], 80.f)))));
+                y[r * F + n] = f32_to_bf16(gate * u[r]);
+            }
         }
     }
 #else
-    (void)qs; (void)d; (void)m; (void)ln; (void)eps; (void)x; (void)y; (void)n0; (void)n1; (void)F;
+    (void)qs; (void)d; (void)m; (void)ln; (void)eps; (void)x; (void)y; (void)n0; (void)n1; (void)F; (void)threads;
 #endif
     return 0;
 }
@@ -514,14 +584,15 @@ int block_swiglu_bf16(int kind, const uint8_t *qs, const uint16_t *d, const uint
  * of width K; down: K rows of width F. */
 int block_mlp_bf16(int kind, const uint8_t *qs, const uint16_t *d, const uint16_t *m, const float *ln, float eps,
                    int down_kind, const uint8_t *down_qs, const uint16_t *down_d, const uint16_t *down_m,
-                   const uint16_t *x, uint16_t *y, long K, long F, long M) {
+                   const uint16_t *x, uint16_t *y, long K, long F, long M, int threads) {
     if (refused_bf16(kind, K, M) || refused_bf16(down_kind, F, M)) return -1;
 #ifdef HAVE_AVX512_BF16
     uint16_t mid[M * F];
-    block_swiglu_bf16(kind, qs, d, m, ln, eps, x, mid, 0, F, K, M, F);
-    return block_linear_bf16(down_kind, down_qs, down_d, down_m, NULL, -1.f, mid, NULL, x, y, 0, K, F, M, K);
+    block_swiglu_bf16(kind, qs, d, m, ln, eps, x, mid, 0, F, K, M, F, threads);
+    return block_linear_bf16(down_kind, down_qs, down_d, down_m, NULL, -1.f, mid, NULL, x, y, 0, K, F, M, K, threads);
 #else
     (void)qs; (void)d; (void)m; (void)ln; (void)eps; (void)down_qs; (void)down_d; (void)down_m; (void)x; (void)y;
+    (void)threads;
     return 0;
 #endif
 }

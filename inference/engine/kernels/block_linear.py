@@ -20,7 +20,7 @@ import torch
 
 from . import calls
 from .build import load_library
-from .calls import MIN_FEATURES_PER_THREAD, run_split
+from .calls import MIN_FEATURES_PER_THREAD, run_once, run_split
 
 SOURCE = Path(__file__).with_name("block_linear.c")
 KINDS = {"Q4_1": 0, "Q8_0": 1}  # block_linear.c's kind codes, by GGUF type name
@@ -107,17 +107,20 @@ class BlockLinear:
 
     def __init__(self, lib: ctypes.CDLL):
         self._linear = lib.block_linear_f32
-        self._linear.argtypes, self._linear.restype = [_I, _P, _P, _P, _P, _P, _P, _P, _L, _L, _L, _L, _L], _I
+        self._linear.argtypes, self._linear.restype = [_I, _P, _P, _P, _P, _P, _P, _P, _L, _L, _L, _L, _L, _I], _I
         self._swiglu = lib.block_swiglu_f32
-        self._swiglu.argtypes, self._swiglu.restype = [_I, _P, _P, _P, _P, _P, _L, _L, _L, _L, _L], _I
+        self._swiglu.argtypes, self._swiglu.restype = [_I, _P, _P, _P, _P, _P, _L, _L, _L, _L, _L, _I], _I
         self._linear_bf16 = lib.block_linear_bf16
-        self._linear_bf16.argtypes, self._linear_bf16.restype = [_I, *[_P] * 4, _F, *[_P] * 4, *[_L] * 5], _I
+        self._linear_bf16.argtypes, self._linear_bf16.restype = [_I, *[_P] * 4, _F, *[_P] * 4, *[_L] * 5, _I], _I
         self._swiglu_bf16 = lib.block_swiglu_bf16
-        self._swiglu_bf16.argtypes, self._swiglu_bf16.restype = [_I, *[_P] * 4, _F, _P, _P, *[_L] * 5], _I
+        self._swiglu_bf16.argtypes, self._swiglu_bf16.restype = [_I, *[_P] * 4, _F, _P, _P, *[_L] * 5, _I], _I
         self._mlp_bf16 = lib.block_mlp_bf16
-        self._mlp_bf16.argtypes, self._mlp_bf16.restype = [_I, *[_P] * 4, _F, _I, *[_P] * 5, *[_L] * 3], _I
+        self._mlp_bf16.argtypes, self._mlp_bf16.restype = [_I, *[_P] * 4, _F, _I, *[_P] * 5, *[_L] * 3, _I], _I
         self.max_rows = int(lib.block_linear_max_rows())
         self.bf16 = bool(lib.block_linear_bf16_supported())
+        # Whether a call splits its columns across torch's threads itself (the kernel's
+        # OpenMP build); if not, only a matrix wide enough to repay a Python pool is split.
+        self.parallel = bool(lib.block_linear_parallel())
 
     def bind(self, w: Blocks, b: torch.Tensor | None = None, ln: torch.Tensor | None = None, *,
              dtype: torch.dtype) -> BoundBlocks:
@@ -169,6 +172,7 @@ class BoundBlocks:
         self._swiglu = kernel._swiglu_bf16 if bf16 else kernel._swiglu
         self._kernel_mlp = kernel._mlp_bf16
         self._bf16 = bf16
+        self._parallel = kernel.parallel
 
     def linear(self, x: torch.Tensor, residual: torch.Tensor | None = None,
                norm_eps: float | None = None) -> torch.Tensor:
@@ -196,12 +200,9 @@ class BoundBlocks:
         if not (self._bf16 and down._bf16 and down.k == f and down.n == self.k and not down._bias):
             raise ValueError("block linear: an MLP takes bf16 [Wg; Wu] of 2F rows and a down projection [K, F]")
         out = torch.empty_like(x)
-        args = (*self._head, _eps(norm_eps), *down._head[:4], x.data_ptr(), out.data_ptr(), self.k, f, rows)
-        if calls.PROFILE:
-            with torch.profiler.record_function("block_linear"):
-                _check(self._kernel_mlp(*args))
-        else:
-            _check(self._kernel_mlp(*args))
+        args = (*self._head, _eps(norm_eps), *down._head[:4], x.data_ptr(), out.data_ptr(), self.k, f, rows,
+                self._threads())
+        run_once("block_linear", self._kernel_mlp, args, _check)
         return out
 
     def _args(self, norm_eps: float | None, tail: tuple) -> tuple:
@@ -210,12 +211,14 @@ class BoundBlocks:
         _no_fold(None, norm_eps)
         return (*self._head, *tail)
 
-    @staticmethod
-    def _run(fn, head: tuple, n: int, tail: tuple) -> None:
-        if n < 2 * MIN_FEATURES_PER_THREAD and not calls.PROFILE:  # one piece whatever the threads
-            _check(fn(*head, 0, n, *tail))
+    def _threads(self) -> int:
+        return torch.get_num_threads() if self._parallel else 1
+
+    def _run(self, fn, head: tuple, n: int, tail: tuple) -> None:
+        if self._parallel or n < 2 * MIN_FEATURES_PER_THREAD:  # one call: it splits itself, or one piece
+            run_once("block_linear", fn, (*head, 0, n, *tail, self._threads()), _check)
         else:
-            run_split("block_linear", fn, head, n, tail, MIN_FEATURES_PER_THREAD, _check)
+            run_split("block_linear", fn, head, n, (*tail, 1), MIN_FEATURES_PER_THREAD, _check)
 
     def _rows(self, x: torch.Tensor) -> tuple[torch.Tensor, int]:
         k = self.k

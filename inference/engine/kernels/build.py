@@ -24,12 +24,15 @@ from ..cpu import cpu_flags
 log = logging.getLogger(__name__)
 
 # Vector maths (glibc's libmvec for expf) needs -ffast-math; where that does not link
-# (no libmvec), the plain build still runs, with scalar expf.
+# (no libmvec), the plain build still runs, with scalar expf. OpenMP first: a kernel that
+# splits its own work does so in torch's thread pool (its libgomp: the same soname, so the
+# loader binds the kernel to the copy torch already loaded); without it, on one thread.
 FLAG_SETS = (
+    ["-O3", "-march=native", "-ffast-math", "-fopenmp", "-fPIC", "-shared"],
     ["-O3", "-march=native", "-ffast-math", "-fPIC", "-shared"],
     ["-O3", "-march=native", "-fPIC", "-shared"],
 )
-LIBS = (["-lmvec", "-lm"], ["-lm"])
+LIBS = (["-lmvec", "-lm"], ["-lmvec", "-lm"], ["-lm"])
 COMPILE_TIMEOUT_S = 120
 
 

@@ -26,6 +26,15 @@ _pool: ThreadPoolExecutor | None = None
 _workers = 0
 
 
+def run_once(name: str, fn: Callable[..., int], args: tuple, check: Callable[[int], None]) -> None:
+    """fn(*args) on this thread (a kernel that splits its own work), check() its result."""
+    if PROFILE:
+        with torch.profiler.record_function(name):
+            check(fn(*args))
+    else:
+        check(fn(*args))
+
+
 def run_split(name: str, fn: Callable[..., int], head: tuple, n: int, tail: tuple, min_per_thread: int,
               check: Callable[[int], None]) -> None:
     """fn(*head, start, end, *tail) over [0, n), in one piece per thread (at most

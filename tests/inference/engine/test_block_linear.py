@@ -85,15 +85,32 @@ def test_swiglu_equals_silu_gate_times_up(kernel, kind):
     torch.testing.assert_close(kernel.swiglu(b, x), F.silu(gate) * up, rtol=1e-5, atol=1e-5)
 
 
-def test_outputs_split_across_threads_equal_one_thread(kernel):
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("rows", [1, 3])
+def test_columns_split_across_threads_equal_one_thread(kernel, dtype, rows):
+    """The kernel's OpenMP build splits each call's output columns across torch's threads,
+    a decode step's small matrices too (a Python pool only repaid the LM head's width):
+    every column is one thread's whole sum, so two threads give one thread's result bit
+    for bit, here for columns that do not halve evenly."""
+    if dtype == torch.bfloat16 and not kernel.bf16:
+        pytest.skip("bf16 rows on the blocks need AVX512-BF16 and VNNI")
+    assert kernel.parallel, "the kernel was built without OpenMP"
     torch.manual_seed(2)
-    b, _ = blocks_of("Q8_0", torch.randn(2 * block_linear.MIN_FEATURES_PER_THREAD + 5, 64))
-    x = torch.randn(2, 64)
+    odd, _ = blocks_of("Q4_1", torch.randn(517, 288) * 0.1)
+    gu, _ = blocks_of("Q4_1", torch.randn(2 * 544, 288) * 0.1)
+    dn, _ = blocks_of("Q8_0", torch.randn(288, 544) * 0.1)
+    if dtype == torch.bfloat16:
+        odd, gu, dn = (kernel.prepare(b, dtype) for b in (odd, gu, dn))
+    odd, gate_up, down = (kernel.bind(b, dtype=dtype) for b in (odd, gu, dn))
+    x = torch.randn(rows, 1, 288).to(dtype)
     outs = []
     for threads in (1, 2):
         with torch_threads(threads):
-            outs.append(kernel.linear(b, None, x))
-    assert torch.equal(outs[0], outs[1])
+            mid = gate_up.swiglu(x)
+            outs.append((odd.linear(x), mid, down.linear(mid, residual=x),
+                         gate_up.mlp(down, x) if dtype == torch.bfloat16 else mid))
+    for one, two in zip(*outs, strict=True):
+        assert torch.equal(one, two)
 
 
 def test_refused_shapes_raise_and_more_rows_stay_on_f_linear(kernel):
