@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import calls
 from .build import load_library
 from .calls import MIN_FEATURES_PER_THREAD, run_once, run_split
 
