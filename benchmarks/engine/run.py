@@ -134,10 +134,12 @@ def snapshot() -> dict:
 def measure(args: argparse.Namespace, sz, prompts: list[list[int]], long_prompts: list[list[int]]) -> list[Row]:
     rows: list[Row] = []
     if {"hf_generate", "hf_generate_fp32", "generate_batch"} & set(args.systems):
+        from inference.engine.openmp import on_own_thread
+
         from .hf import run_hf
 
-        try:
-            run_hf(args, args.systems, args.workloads, sz, prompts, rows)
+        try:  # on a thread that ends, so that its OpenMP pool does not slow the colocated engine's
+            on_own_thread(run_hf, args, args.systems, args.workloads, sz, prompts, rows)
         except Exception:
             say(f"Hugging Face systems failed\n{traceback.format_exc()}")
             rows.append(Row.failed("hf"))

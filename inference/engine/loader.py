@@ -16,6 +16,7 @@ from .config import EngineConfig
 from .fingerprint import NoWeightsError, model_fingerprint
 from .gguf import load_blocks
 from .model import DecoderModel, few_row_blocks
+from .openmp import on_own_thread
 
 __all__ = ["LoadedModel", "UnsupportedModelError", "load_model", "model_fingerprint", "resolve_model_dir"]
 
@@ -96,10 +97,19 @@ def eos_ids(model_dir: Path, hf_config: Any, tokenizer: Any) -> frozenset[int]:
 
 
 def load_model(config: EngineConfig) -> LoadedModel:
-    """Load weights and tokenizer for `config.model`, or raise UnsupportedModelError."""
+    """Load weights and tokenizer for `config.model`, or raise UnsupportedModelError.
+
+    The cores and threads are set on the calling thread (the engine's loop thread, started
+    from it later, inherits its affinity); the loading itself runs on a thread of its own,
+    so that its parallel torch work leaves no OpenMP pool behind beside the loop's
+    (openmp.py)."""
+    config.apply_cpu_settings()
+    return on_own_thread(_load, config)
+
+
+def _load(config: EngineConfig) -> LoadedModel:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    config.apply_cpu_settings()
     model_dir = resolve_model_dir(config.model)
     if not (model_dir / "config.json").exists():
         raise UnsupportedModelError(f"{model_dir} has no config.json; not a Hugging Face model directory")

@@ -36,15 +36,13 @@
 #include <stdint.h>
 #include <math.h>
 #include "bf16.h"
+#include "parallel.h"
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define HAVE_AVX2 1
 #endif
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) && defined(__AVX512BF16__)
 #define HAVE_AVX512_BF16 1
-#endif
-#ifdef _OPENMP
-#include <omp.h>
 #endif
 
 /* Rows a call takes: each row costs its own FMAs per block, and a little past this many
@@ -73,37 +71,13 @@ int block_linear_bf16_supported(void) {
 
 int block_linear_max_rows(void) { return MAX_ROWS; }
 
-/* Whether a call splits its columns across `threads` itself (built with OpenMP), or takes
- * the columns [n0, n1) it is given on the calling thread only (block_linear.py then splits
- * them). OpenMP, because a region's threads are torch's own (its libgomp, which the
- * kernel's soname resolves to once torch is loaded) and wake in about a microsecond, where
- * handing a piece to a Python thread pool cost tens: too much for a decode step's small
- * matrices, so before this only the LM head was split. */
-int block_linear_parallel(void) {
-#ifdef _OPENMP
-    return 1;
-#else
-    return 0;
-#endif
-}
+/* Whether a call splits its columns across `threads` itself (parallel.h), or takes the
+ * columns [n0, n1) it is given on the calling thread only (block_linear.py then splits
+ * only a matrix wide enough to repay a Python pool). */
+int block_linear_parallel(void) { return built_parallel(); }
 
 /* Columns a thread takes at least: fewer are streamed in about the time waking it costs. */
 #define MIN_COLUMNS 128
-
-static inline int threads_for(int threads, long n0, long n1) {
-    return threads > 1 && n1 - n0 >= 2 * MIN_COLUMNS ? threads : 1;
-}
-
-/* This thread's piece of [n0, n1) in a region (the whole range outside one). */
-static inline void piece(long n0, long n1, long *a, long *b) {
-#ifdef _OPENMP
-    long t = omp_get_thread_num(), T = omp_get_num_threads();
-#else
-    long t = 0, T = 1;
-#endif
-    *a = n0 + (n1 - n0) * t / T;
-    *b = n0 + (n1 - n0) * (t + 1) / T;
-}
 
 #ifdef HAVE_AVX2
 static inline float hsum(__m256 v) {
@@ -234,7 +208,7 @@ int block_linear_f32(int kind, const uint8_t *qs, const float *d, const float *m
 #ifdef HAVE_AVX2
     float xsum[M * (K / 32)];
     if (kind == Q4_1) block_sums(x, K, M, xsum);
-    int nt = threads_for(threads, n0, n1);
+    int nt = threads_for(threads, n1 - n0, MIN_COLUMNS);
     #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         long a, b;
@@ -263,7 +237,7 @@ int block_swiglu_f32(int kind, const uint8_t *qs, const float *d, const float *m
 #ifdef HAVE_AVX2
     float xsum[M * (K / 32)];
     if (kind == Q4_1) block_sums(x, K, M, xsum);
-    int nt = threads_for(threads, n0, n1);
+    int nt = threads_for(threads, n1 - n0, MIN_COLUMNS);
     #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         long a, b;
@@ -520,7 +494,7 @@ int block_linear_bf16(int kind, const uint8_t *qs, const uint16_t *d, const uint
     quantize_rows(kind, x, ln, eps, K, M, xq, sx, xsum);
     OneRow o;
     const OneRow *one = takes_one_row(M, nb, sx, xsum, &o) ? &o : NULL;
-    int nt = threads_for(threads, n0, n1);
+    int nt = threads_for(threads, n1 - n0, MIN_COLUMNS);
     #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         long a, b;
@@ -557,7 +531,7 @@ int block_swiglu_bf16(int kind, const uint8_t *qs, const uint16_t *d, const uint
     quantize_rows(kind, x, ln, eps, K, M, xq, sx, xsum);
     OneRow o;
     const OneRow *one = takes_one_row(M, nb, sx, xsum, &o) ? &o : NULL;
-    int nt = threads_for(threads, n0, n1);
+    int nt = threads_for(threads, n1 - n0, MIN_COLUMNS);
     #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         long a, b;

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <math.h>
 #include "bf16.h"
+#include "parallel.h"
 #if defined(__AVX512F__) && defined(__AVX512BF16__)
 #include <immintrin.h>
 #define HAVE_AVX512_BF16 1
@@ -161,7 +162,12 @@ static inline void NAME(ELEM *x, const ELEM *c, const ELEM *s, int D) {         
     }                                                                                       \
 }
 
-/* One layer's decode attention for rows [b0, b1) of a batch, one new token per row:
+/* Rows a thread takes at least: a row's attention at a chat's length is a few
+ * microseconds, about what waking a thread costs. */
+#define MIN_ROWS 2
+
+/* One layer's decode attention for rows [b0, b1) of a batch, one new token per row, split
+ * across `threads` where decode_attention_parallel():
  * RoPE on the row's q and k heads (in place in qkv), its k and v written into the cache
  * at the row's position, then its queries attend to positions [0, position].
  *   qkv [B, H + 2 Hkv, D] contiguous (q heads, k heads, v heads, as the qkv matmul gives)
@@ -169,11 +175,11 @@ static inline void NAME(ELEM *x, const ELEM *c, const ELEM *s, int D) {         
  *   kv  [B, 2 Hkv, T, D] one layer's cache, element strides kv_sb, kv_sh, kv_st
  *   out [B, Hkv, G, D] contiguous
  * Returns 0; -1 when G or D exceed the kernel's buffers; -2 out of memory; -3 a position
- * outside the cache or the tables (nothing is written for that row or after it). */
+ * outside the cache or the tables (nothing is written then). */
 #define DEFINE_ENTRY(NAME, ELEM, HEAD, LOADQ, STOREO, ROPE, FAST, FASTHEAD)                 \
 int NAME(ELEM *qkv, const ELEM *cos, const ELEM *sin, long P, const int64_t *pos,          \
          ELEM *kv, long kv_sb, long kv_sh, long kv_st, long T, ELEM *out, int b0, int b1,  \
-         int H, int Hkv, int D, float scale) {                                              \
+         int H, int Hkv, int D, float scale, int threads) {                                 \
     int G = H / Hkv;                                                                        \
     if (G > MAX_G || D > MAX_D || G * Hkv != H || D % 2) return -1;                         \
     long longest = 1;                                                                       \
@@ -181,35 +187,45 @@ int NAME(ELEM *qkv, const ELEM *cos, const ELEM *sin, long P, const int64_t *pos
         if (pos[b] < 0 || pos[b] >= T || pos[b] >= P) return -3;                            \
         longest = pos[b] + 1 > longest ? pos[b] + 1 : longest;                              \
     }                                                                                       \
-    float *scratch = malloc(sizeof(float) * G * longest);                                   \
-    if (!scratch) return -2;                                                                \
-    float qf[MAX_G * MAX_D], of[MAX_G * MAX_D];                                             \
     long row = (long)(H + 2 * Hkv) * D;                                                     \
-    for (int b = b0; b < b1; b++) {                                                         \
-        long p = pos[b], n = p + 1;                                                         \
-        ELEM *x = qkv + b * row;                                                            \
-        const ELEM *c = cos + p * D, *s = sin + p * D;                                      \
-        for (int h = 0; h < H + Hkv; h++) ROPE(x + (long)h * D, c, s, D);                   \
-        for (int h = 0; h < 2 * Hkv; h++)                                                   \
-            memcpy(kv + b * kv_sb + h * kv_sh + p * kv_st, x + (long)(H + h) * D,           \
-                   sizeof(ELEM) * D);                                                       \
-        for (int h = 0; h < Hkv; h++) {                                                     \
-            const ELEM *qh = x + (long)h * G * D;                                           \
-            if (!FAST(G, D))  /* the generic loops read the queries in fp32 */              \
-                for (int i = 0; i < G * D; i++) qf[i] = LOADQ(qh[i]);                       \
-            const ELEM *kh = kv + b * kv_sb + h * kv_sh, *vh = kv + b * kv_sb + (Hkv + h) * kv_sh; \
-            const ELEM *next = h + 1 < Hkv ? kh + kv_sh : kv + (b + 1) * kv_sb;             \
-            if (FAST(G, D)) FASTHEAD(qh, kh, vh, n, kv_st, G, scale, scratch, of, next);   \
-            /* the common shape as constants, so the compiler unrolls the loops over D */  \
-            else if (G == 3 && D == 64) HEAD(qf, kh, vh, n, kv_st, 3, 64, scale, scratch, of, next); \
-            else HEAD(qf, kh, vh, n, kv_st, G, D, scale, scratch, of, next);                \
-            ELEM *oh = out + ((long)b * Hkv + h) * G * D;                                   \
-            for (int i = 0; i < G * D; i++) oh[i] = STOREO(of[i]);                          \
+    int failed = 0, nt = threads_for(threads, b1 - b0, MIN_ROWS);                           \
+    _Pragma("omp parallel num_threads(nt) if (nt > 1) reduction(|:failed)")                \
+    {                                                                                       \
+        long r0, r1;                                                                        \
+        piece(b0, b1, &r0, &r1);                                                            \
+        float *scratch = r1 > r0 ? malloc(sizeof(float) * G * longest) : NULL;             \
+        if (r1 > r0 && !scratch) failed = 1;                                                \
+        float qf[MAX_G * MAX_D], of[MAX_G * MAX_D];                                         \
+        for (long b = r0; scratch && b < r1; b++) {                                         \
+            long p = pos[b], n = p + 1;                                                     \
+            ELEM *x = qkv + b * row;                                                        \
+            const ELEM *c = cos + p * D, *s = sin + p * D;                                  \
+            for (int h = 0; h < H + Hkv; h++) ROPE(x + (long)h * D, c, s, D);               \
+            for (int h = 0; h < 2 * Hkv; h++)                                               \
+                memcpy(kv + b * kv_sb + h * kv_sh + p * kv_st, x + (long)(H + h) * D,       \
+                       sizeof(ELEM) * D);                                                   \
+            for (int h = 0; h < Hkv; h++) {                                                 \
+                const ELEM *qh = x + (long)h * G * D;                                       \
+                if (!FAST(G, D))  /* the generic loops read the queries in fp32 */          \
+                    for (int i = 0; i < G * D; i++) qf[i] = LOADQ(qh[i]);                   \
+                const ELEM *kh = kv + b * kv_sb + h * kv_sh, *vh = kv + b * kv_sb + (Hkv + h) * kv_sh; \
+                const ELEM *next = h + 1 < Hkv ? kh + kv_sh : kv + (b + 1) * kv_sb;         \
+                if (FAST(G, D)) FASTHEAD(qh, kh, vh, n, kv_st, G, scale, scratch, of, next); \
+                /* the common shape as constants, so the compiler unrolls the loops over D */ \
+                else if (G == 3 && D == 64) HEAD(qf, kh, vh, n, kv_st, 3, 64, scale, scratch, of, next); \
+                else HEAD(qf, kh, vh, n, kv_st, G, D, scale, scratch, of, next);            \
+                ELEM *oh = out + ((long)b * Hkv + h) * G * D;                               \
+                for (int i = 0; i < G * D; i++) oh[i] = STOREO(of[i]);                      \
+            }                                                                               \
         }                                                                                   \
+        free(scratch);                                                                      \
     }                                                                                       \
-    free(scratch);                                                                          \
-    return 0;                                                                               \
+    return failed ? -2 : 0;                                                                 \
 }
+
+/* Whether a call splits its rows across `threads` itself (parallel.h), or takes the rows
+ * [b0, b1) it is given on the calling thread only (decode_attention.py then splits them). */
+int decode_attention_parallel(void) { return built_parallel(); }
 
 #define STORE_BF16(x) f32_to_bf16(x)
 #define STORE_F32(x) (x)

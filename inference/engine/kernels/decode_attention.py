@@ -16,17 +16,18 @@ from pathlib import Path
 import torch
 
 from .build import KernelUnavailable, build
-from .calls import run_split
+from .calls import run_once, run_split
 
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("decode_attention.c")
 DTYPES = {torch.bfloat16: "decode_layer_bf16", torch.float32: "decode_layer_f32"}
-# Rows per thread below which splitting a call across threads costs more than it saves.
+# Rows per thread below which splitting a call across a Python pool (a build without
+# OpenMP) costs more than it saves.
 MIN_ROWS_PER_THREAD = 4
 
 _P, _L, _I = ctypes.c_void_p, ctypes.c_long, ctypes.c_int
-_ARGTYPES = [_P, _P, _P, _L, _P, _P, _L, _L, _L, _L, _P, _I, _I, _I, _I, _I, ctypes.c_float]
+_ARGTYPES = [_P, _P, _P, _L, _P, _P, _L, _L, _L, _L, _P, _I, _I, _I, _I, _I, ctypes.c_float, _I]
 _ERRORS = {-1: "head count or size beyond the kernel's", -2: "out of memory", -3: "a position outside the cache"}
 
 
@@ -37,6 +38,8 @@ class DecodeAttention:
             fn = getattr(lib, name)
             fn.argtypes, fn.restype = _ARGTYPES, ctypes.c_int
             self._fns[dtype] = fn
+        # Whether a call splits its rows across torch's threads itself (the OpenMP build).
+        self.parallel = bool(lib.decode_attention_parallel())
 
     def supports(self, dtype: torch.dtype, device: torch.device) -> bool:
         return device.type == "cpu" and dtype in self._fns
@@ -50,8 +53,8 @@ class DecodeAttention:
         negated); pos [n] int64 each row's position; kv one layer's cache [n, 2 Hkv, T, D]
         (keys, then values), where each row's new k and v are written at its position;
         out [n, Hkv, G, D] contiguous: softmax(q K^T scale) V over positions [0, pos].
-        Releases the GIL while it runs (ctypes does), so rows split across threads run in
-        parallel."""
+        The OpenMP build splits the rows across torch's threads itself; otherwise pieces
+        go to a Python pool (ctypes releases the GIL while a call runs)."""
         n, heads, d = qkv.shape
         hkv = kv.shape[1] // 2
         if not (qkv.is_contiguous() and kv.stride(3) == 1 and out.is_contiguous() and cos.is_contiguous()
@@ -64,7 +67,10 @@ class DecodeAttention:
         args = (qkv.data_ptr(), cos.data_ptr(), sin.data_ptr(), cos.shape[0], pos.data_ptr(), kv.data_ptr(),
                 kv.stride(0), kv.stride(1), kv.stride(2), kv.shape[2], out.data_ptr())
         tail = (num_heads, hkv, d, scale)
-        run_split("decode_attention", fn, args, n, tail, MIN_ROWS_PER_THREAD, self._check)
+        if self.parallel:
+            run_once("decode_attention", fn, (*args, 0, n, *tail, torch.get_num_threads()), self._check)
+        else:
+            run_split("decode_attention", fn, args, n, (*tail, 1), MIN_ROWS_PER_THREAD, self._check)
 
     @staticmethod
     def _check(code: int) -> None:
