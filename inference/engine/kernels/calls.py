@@ -17,9 +17,11 @@ import torch
 # of a one-row decode step.
 PROFILE = False
 
-# Output features per thread below which splitting a row matmul (row_linear, block_linear)
-# costs more than it saves: handing a piece to the pool costs tens of microseconds, as much
-# as streaming a small layer's weights, so of a decode step's matmuls only the LM head is split.
+# Output features per thread below which splitting a row matmul through this pool
+# (row_linear; block_linear built without OpenMP) costs more than it saves: handing a piece to
+# the pool costs tens of microseconds, as much as streaming a small layer's weights, so of a
+# decode step's matmuls only the LM head is split. Kernels built with OpenMP split their own
+# work in torch's threads (kernels/parallel.h).
 MIN_FEATURES_PER_THREAD = 16384
 
 _pool: ThreadPoolExecutor | None = None
