@@ -15,6 +15,7 @@
 #include <string.h>
 #include <math.h>
 #include "bf16.h"
+#include "parallel.h"
 #if defined(__AVX512F__) && defined(__AVX512BF16__)
 #include <immintrin.h>
 #define HAVE_AVX512_BF16 1
@@ -68,27 +69,40 @@ static void dots(const uint16_t *restrict W, const uint16_t *restrict x, float *
 }
 #endif
 
+/* Output rows a thread takes at least: fewer are streamed in about the time waking it costs. */
+#define MIN_ROWS 128
+
+/* Whether a call splits its output rows across `threads` itself (parallel.h), or takes the
+ * rows [n0, n1) it is given on the calling thread only (row_linear.py then splits them). */
+int row_linear_parallel(void) { return built_parallel(); }
+
 /* y [N] = round(x W^T + bias + residual); bias, residual may be NULL. Rows [n0, n1) of
- * the output only (callers split N across threads). Returns 0, or -1 where unsupported
- * (no AVX512-BF16, K not a multiple of 32). */
+ * the output, split across `threads` where row_linear_parallel(). Returns 0, or -1 where
+ * unsupported (no AVX512-BF16, K not a multiple of 32). */
 int row_linear_bf16(const uint16_t *W, const uint16_t *bias, const uint16_t *x, const uint16_t *residual,
-                    uint16_t *y, long n0, long n1, long K) {
+                    uint16_t *y, long n0, long n1, long K, int threads) {
 #ifdef HAVE_AVX512_BF16
     if (K % 32) return -1;
-    float acc[256];
-    for (long n = n0; n < n1; n += 256) {
-        long m = n1 - n < 256 ? n1 - n : 256;
-        dots(W + n * K, x, acc, m, K);
-        for (long i = 0; i < m; i++) {
-            float v = acc[i];
-            if (bias) v += bf16_to_f32(bias[n + i]);
-            if (residual) v += bf16_to_f32(residual[n + i]);
-            y[n + i] = f32_to_bf16(v);
+    int nt = threads_for(threads, n1 - n0, MIN_ROWS);
+    #pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        long a, b;
+        float acc[256];
+        piece(n0, n1, &a, &b);
+        for (long n = a; n < b; n += 256) {
+            long m = b - n < 256 ? b - n : 256;
+            dots(W + n * K, x, acc, m, K);
+            for (long i = 0; i < m; i++) {
+                float v = acc[i];
+                if (bias) v += bf16_to_f32(bias[n + i]);
+                if (residual) v += bf16_to_f32(residual[n + i]);
+                y[n + i] = f32_to_bf16(v);
+            }
         }
     }
     return 0;
 #else
-    (void)W; (void)bias; (void)x; (void)residual; (void)y; (void)n0; (void)n1; (void)K;
+    (void)W; (void)bias; (void)x; (void)residual; (void)y; (void)n0; (void)n1; (void)K; (void)threads;
     return -1;
 #endif
 }
@@ -96,23 +110,29 @@ int row_linear_bf16(const uint16_t *W, const uint16_t *bias, const uint16_t *x, 
 /* y [F] = round(silu(round(x Wg^T)) ... ) as the packed path computes it: the gate
  * rounded to bf16 after its SiLU, then gate * (x Wu^T) rounded. Rows [n0, n1). */
 int row_swiglu_bf16(const uint16_t *Wg, const uint16_t *Wu, const uint16_t *x, uint16_t *y,
-                    long n0, long n1, long K) {
+                    long n0, long n1, long K, int threads) {
 #ifdef HAVE_AVX512_BF16
     if (K % 32) return -1;
-    float g[256], u[256];
-    for (long n = n0; n < n1; n += 256) {
-        long m = n1 - n < 256 ? n1 - n : 256;
-        dots(Wg + n * K, x, g, m, K);
-        dots(Wu + n * K, x, u, m, K);
-        for (long i = 0; i < m; i++) {
-            /* clamped: expf past ~88 is inf, which fast-math does not promise to handle */
-            float gate = bf16_to_f32(f32_to_bf16(g[i] / (1.f + expf(fminf(-g[i], 80.f)))));
-            y[n + i] = f32_to_bf16(gate * u[i]);
+    int nt = threads_for(threads, n1 - n0, MIN_ROWS);
+    #pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        long a, b;
+        float g[256], u[256];
+        piece(n0, n1, &a, &b);
+        for (long n = a; n < b; n += 256) {
+            long m = b - n < 256 ? b - n : 256;
+            dots(Wg + n * K, x, g, m, K);
+            dots(Wu + n * K, x, u, m, K);
+            for (long i = 0; i < m; i++) {
+                /* clamped: expf past ~88 is inf, which fast-math does not promise to handle */
+                float gate = bf16_to_f32(f32_to_bf16(g[i] / (1.f + expf(fminf(-g[i], 80.f)))));
+                y[n + i] = f32_to_bf16(gate * u[i]);
+            }
         }
     }
     return 0;
 #else
-    (void)Wg; (void)Wu; (void)x; (void)y; (void)n0; (void)n1; (void)K;
+    (void)Wg; (void)Wu; (void)x; (void)y; (void)n0; (void)n1; (void)K; (void)threads;
     return -1;
 #endif
 }

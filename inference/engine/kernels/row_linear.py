@@ -15,20 +15,22 @@ from pathlib import Path
 import torch
 
 from .build import load_library
-from .calls import MIN_FEATURES_PER_THREAD, run_split
+from .calls import MIN_FEATURES_PER_THREAD, run_once, run_split
 
 SOURCE = Path(__file__).with_name("row_linear.c")
 
 
-_P, _L = ctypes.c_void_p, ctypes.c_long
+_P, _L, _I = ctypes.c_void_p, ctypes.c_long, ctypes.c_int
 
 
 class RowLinear:
     def __init__(self, lib: ctypes.CDLL):
         self._linear = lib.row_linear_bf16
-        self._linear.argtypes, self._linear.restype = [_P, _P, _P, _P, _P, _L, _L, _L], ctypes.c_int
+        self._linear.argtypes, self._linear.restype = [_P, _P, _P, _P, _P, _L, _L, _L, _I], _I
         self._swiglu = lib.row_swiglu_bf16
-        self._swiglu.argtypes, self._swiglu.restype = [_P, _P, _P, _P, _L, _L, _L], ctypes.c_int
+        self._swiglu.argtypes, self._swiglu.restype = [_P, _P, _P, _P, _L, _L, _L, _I], _I
+        # Whether a call splits its rows across torch's threads itself (the OpenMP build).
+        self.parallel = bool(lib.row_linear_parallel())
 
     @staticmethod
     def fits(w: torch.Tensor) -> bool:
@@ -46,7 +48,7 @@ class RowLinear:
             raise ValueError("row linear: the residual must be one contiguous bf16 row")
         head = (w.data_ptr(), 0 if b is None else b.data_ptr(), x.data_ptr(),
                 0 if residual is None else residual.data_ptr(), out.data_ptr())
-        run_split("row_linear", self._linear, head, n, (k,), MIN_FEATURES_PER_THREAD, _check)
+        self._run(self._linear, head, n, k)
         return out
 
     def swiglu(self, w_gate: torch.Tensor, w_up: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -54,9 +56,14 @@ class RowLinear:
         n, k = w_gate.shape
         x = _one_row(x, k)
         out = torch.empty(*x.shape[:-1], n, dtype=torch.bfloat16)
-        run_split("row_linear", self._swiglu, (w_gate.data_ptr(), w_up.data_ptr(), x.data_ptr(), out.data_ptr()), n, (k,),
-                  MIN_FEATURES_PER_THREAD, _check)
+        self._run(self._swiglu, (w_gate.data_ptr(), w_up.data_ptr(), x.data_ptr(), out.data_ptr()), n, k)
         return out
+
+    def _run(self, fn, head: tuple, n: int, k: int) -> None:
+        if self.parallel:
+            run_once("row_linear", fn, (*head, 0, n, k, torch.get_num_threads()), _check)
+        else:
+            run_split("row_linear", fn, head, n, (k, 1), MIN_FEATURES_PER_THREAD, _check)
 
 
 def _one_row(x: torch.Tensor, k: int) -> torch.Tensor:

@@ -56,14 +56,19 @@ def test_swiglu_on_one_row_equals_onednn(kernel):
     close_in_bf16(ours.swiglu(x), onednn.swiglu(x))
 
 
-def test_outputs_split_across_threads_equal_one_thread(kernel):
+@pytest.mark.parametrize("n", [517, 2 * row_linear.MIN_FEATURES_PER_THREAD + 5])
+@pytest.mark.parametrize("halves", [False, True])
+def test_outputs_split_across_threads_equal_one_thread(kernel, n, halves):
+    """The OpenMP build splits every call's output rows across torch's threads, a small
+    layer's too: each output is one thread's whole sum, so two threads give one's bits."""
+    assert kernel.parallel, "the kernel was built without OpenMP"
     torch.manual_seed(2)
-    _, ours = pair(kernel, torch.randn(2 * row_linear.MIN_FEATURES_PER_THREAD + 5, 576) * 0.05)
+    _, ours = pair(kernel, torch.randn(2 * n if halves else n, 576) * 0.05, halves=halves)
     x = torch.randn(1, 576).bfloat16()
     outs = []
     for threads in (1, 2):
         with torch_threads(threads):
-            outs.append(ours(x))
+            outs.append(ours.swiglu(x) if halves else ours(x))
     assert torch.equal(outs[0], outs[1])
 
 
