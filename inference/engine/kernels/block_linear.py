@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from .build import load_library
-from .calls import MIN_FEATURES_PER_THREAD, run_once, run_split
+from .calls import MIN_FEATURES_PER_THREAD, kernel_threads, run_once, run_split
 
 SOURCE = Path(__file__).with_name("block_linear.c")
 KINDS = {"Q4_1": 0, "Q8_0": 1}  # block_linear.c's kind codes, by GGUF type name
@@ -200,7 +200,7 @@ class BoundBlocks:
             raise ValueError("block linear: an MLP takes bf16 [Wg; Wu] of 2F rows and a down projection [K, F]")
         out = torch.empty_like(x)
         args = (*self._head, _eps(norm_eps), *down._head[:4], x.data_ptr(), out.data_ptr(), self.k, f, rows,
-                self._threads())
+                kernel_threads(self._parallel))
         run_once("block_linear", self._kernel_mlp, args, _check)
         return out
 
@@ -210,14 +210,8 @@ class BoundBlocks:
         _no_fold(None, norm_eps)
         return (*self._head, *tail)
 
-    def _threads(self) -> int:
-        return torch.get_num_threads() if self._parallel else 1
-
     def _run(self, fn, head: tuple, n: int, tail: tuple) -> None:
-        if self._parallel or n < 2 * MIN_FEATURES_PER_THREAD:  # one call: it splits itself, or one piece
-            run_once("block_linear", fn, (*head, 0, n, *tail, self._threads()), _check)
-        else:
-            run_split("block_linear", fn, head, n, (*tail, 1), MIN_FEATURES_PER_THREAD, _check)
+        run_split("block_linear", fn, head, n, tail, MIN_FEATURES_PER_THREAD, _check, splits_itself=self._parallel)
 
     def _rows(self, x: torch.Tensor) -> tuple[torch.Tensor, int]:
         k = self.k

@@ -28,8 +28,14 @@ _pool: ThreadPoolExecutor | None = None
 _workers = 0
 
 
+def kernel_threads(splits_itself: bool) -> int:
+    """The thread count a kernel call is given: torch's where the kernel splits its own work
+    (its OpenMP build), else 1 (each piece of run_split's runs on one thread)."""
+    return torch.get_num_threads() if splits_itself else 1
+
+
 def run_once(name: str, fn: Callable[..., int], args: tuple, check: Callable[[int], None]) -> None:
-    """fn(*args) on this thread (a kernel that splits its own work), check() its result."""
+    """fn(*args) on this thread, check() its result."""
     if PROFILE:
         with torch.profiler.record_function(name):
             check(fn(*args))
@@ -38,14 +44,18 @@ def run_once(name: str, fn: Callable[..., int], args: tuple, check: Callable[[in
 
 
 def run_split(name: str, fn: Callable[..., int], head: tuple, n: int, tail: tuple, min_per_thread: int,
-              check: Callable[[int], None]) -> None:
-    """fn(*head, start, end, *tail) over [0, n), in one piece per thread (at most
-    torch.get_num_threads(), each at least min_per_thread long); check() each result."""
-    if PROFILE:
+              check: Callable[[int], None], *, splits_itself: bool) -> None:
+    """fn(*head, start, end, *tail, threads) over [0, n); check() each result. A kernel that
+    splits its own work gets one call and torch's thread count; otherwise the range goes in
+    one piece per thread of this pool (at most torch.get_num_threads(), each at least
+    min_per_thread long), each call told 1 thread."""
+    if splits_itself:
+        run_once(name, fn, (*head, 0, n, *tail, kernel_threads(True)), check)
+    elif PROFILE:
         with torch.profiler.record_function(name):
-            _run_split(fn, head, n, tail, min_per_thread, check)
+            _run_split(fn, head, n, (*tail, 1), min_per_thread, check)
     else:
-        _run_split(fn, head, n, tail, min_per_thread, check)
+        _run_split(fn, head, n, (*tail, 1), min_per_thread, check)
 
 
 def _run_split(fn, head: tuple, n: int, tail: tuple, min_per_thread: int, check) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from .build import KernelUnavailable, build
-from .calls import run_once, run_split
+from .calls import run_split
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +67,7 @@ class DecodeAttention:
         args = (qkv.data_ptr(), cos.data_ptr(), sin.data_ptr(), cos.shape[0], pos.data_ptr(), kv.data_ptr(),
                 kv.stride(0), kv.stride(1), kv.stride(2), kv.shape[2], out.data_ptr())
         tail = (num_heads, hkv, d, scale)
-        if self.parallel:
-            run_once("decode_attention", fn, (*args, 0, n, *tail, torch.get_num_threads()), self._check)
-        else:
-            run_split("decode_attention", fn, args, n, (*tail, 1), MIN_ROWS_PER_THREAD, self._check)
+        run_split("decode_attention", fn, args, n, tail, MIN_ROWS_PER_THREAD, self._check, splits_itself=self.parallel)
 
     @staticmethod
     def _check(code: int) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from .build import load_library
-from .calls import MIN_FEATURES_PER_THREAD, run_once, run_split
+from .calls import MIN_FEATURES_PER_THREAD, run_split
 
 SOURCE = Path(__file__).with_name("row_linear.c")
 
@@ -60,10 +60,7 @@ class RowLinear:
         return out
 
     def _run(self, fn, head: tuple, n: int, k: int) -> None:
-        if self.parallel:
-            run_once("row_linear", fn, (*head, 0, n, k, torch.get_num_threads()), _check)
-        else:
-            run_split("row_linear", fn, head, n, (k, 1), MIN_FEATURES_PER_THREAD, _check)
+        run_split("row_linear", fn, head, n, (k,), MIN_FEATURES_PER_THREAD, _check, splits_itself=self.parallel)
 
 
 def _one_row(x: torch.Tensor, k: int) -> torch.Tensor:
