@@ -10,6 +10,7 @@ import pytest
 from tandem.chat.models import Message
 from tenants.models import ComputePool
 from tests.factories import make_tenant
+from tests.faults.conftest import until
 from tests.ui.conftest import embed_page, events, wait_for_event, wait_for_reply_text
 from tests.ui.test_widget_chat import _frames_sent
 
@@ -20,7 +21,9 @@ def test_when_the_connection_drops_the_widget_says_so_reconnects_and_the_reply_c
         platform, context, host_site, cuttable):
     from playwright.sync_api import expect
 
-    tenant = make_tenant(origins=[host_site.origin], max_output_tokens=80)
+    # Long enough to be still streaming when the connection comes back (a reply that ends
+    # while it is down is the next test's).
+    tenant = make_tenant(origins=[host_site.origin], max_output_tokens=400)
     page = context.new_page()
     page.goto(host_site.page("/offline", embed_page(platform, tenant.widget_key.plaintext, base=cuttable.base_url)))
     page.get_by_role("button", name="Open chat").click()
@@ -32,6 +35,7 @@ def test_when_the_connection_drops_the_widget_says_so_reconnects_and_the_reply_c
     cuttable.cut()
     alert = page.get_by_role("alert")
     expect(alert).to_contain_text("Connection lost. Reconnecting in")
+    assert not Message.objects.filter(role="assistant", conversation__tenant=tenant.tenant, status="done").exists()
     cuttable.restore()
     reply = wait_for_event(page, "message", role="assistant")[0]
     expect(page.locator("tandem-chat [role=alert]")).to_be_empty()
@@ -39,6 +43,31 @@ def test_when_the_connection_drops_the_widget_says_so_reconnects_and_the_reply_c
     assert reply["text"] == stored.content  # continued where it stopped: no repeats, no gaps
     resumes = [f for f in sent if f["type"] == "resume"]
     assert len(resumes) == 1 and resumes[0]["message"] == str(stored.pk) and resumes[0]["after"] >= 0
+
+
+def test_a_reply_that_ends_while_the_connection_is_down_is_announced_when_it_comes_back(
+        platform, context, host_site, cuttable):
+    """Its `end` frame never reached the page: the transcript the widget asks for on
+    reconnecting says it is done, and the widget ends it as it would have on `end`."""
+    from playwright.sync_api import expect
+
+    tenant = make_tenant(origins=[host_site.origin], max_output_tokens=80)
+    page = context.new_page()
+    page.goto(host_site.page("/ended", embed_page(platform, tenant.widget_key.plaintext, base=cuttable.base_url)))
+    page.get_by_role("button", name="Open chat").click()
+    page.get_by_role("textbox", name="Message").fill("Write a long story about a lighthouse keeper and her cat.")
+    page.keyboard.press("Enter")
+    wait_for_reply_text(page)
+    cuttable.cut()
+    expect(page.get_by_role("alert")).to_contain_text("Connection lost. Reconnecting in")
+    stored = until(lambda: Message.objects.filter(role="assistant", conversation__tenant=tenant.tenant,
+                                                  status="done").first(), timeout=120, what="the reply to end")
+    assert not events(page, "message") or all(e["role"] == "user" for e in events(page, "message"))
+    cuttable.restore()
+    reply = wait_for_event(page, "message", role="assistant")[0]
+    assert reply["text"] == stored.content and reply["id"] == str(stored.pk)
+    assert reply["finish_reason"] == stored.finish_reason
+    expect(page.locator("tandem-chat [aria-live]")).to_contain_text(stored.content.split()[0])
 
 
 def test_over_the_rate_limit_the_widget_says_when_to_try_again_and_keeps_the_message(platform, context, host_site):

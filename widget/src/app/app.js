@@ -399,8 +399,12 @@ export class App {
   onHistory(f) {
     if (f.conversation !== this.conversationId || !Array.isArray(f.messages)) return;
     const next = [];
+    const ended = []; // replies this page was following that ended while it was not listening
     for (const s of f.messages) {
       let m = this.byId.get(s.id);
+      if (m && m.role === "assistant" && !FINAL.has(m.status) && FINAL.has(s.status) && s.status !== "failed") {
+        ended.push([m, s.finish_reason]);
+      }
       if (!m) m = { id: s.id, role: s.role, text: "", status: s.status, index: -1, author: s.author };
       if (FINAL.has(s.status)) {
         Object.assign(m, { text: s.text || "", status: s.status, sources: s.sources });
@@ -429,6 +433,7 @@ export class App {
     this.active = streaming.length ? streaming[streaming.length - 1] : null;
     this.updateControls();
     if (this.active) this.view.setStatus(this.active.text ? null : "typing");
+    ended.forEach(([m, reason]) => this.ended(m, reason));
   }
 
   onConversation(f) {
@@ -487,10 +492,17 @@ export class App {
     m.status = f.finish_reason === "cancelled" ? "cancelled" : "done";
     if (Array.isArray(f.sources)) m.sources = f.sources;
     this.finish(m);
+    this.ended(m, f.finish_reason);
+  }
+
+  // A reply this page followed has ended (its `end` frame, or the transcript after a
+  // reconnect when it ended meanwhile): read out, counted unread while the panel is
+  // closed, and told to the site's on("message") handlers.
+  ended(m, finishReason) {
     this.view.announce(this.view.textOf(m));
     if (!this.view.isOpen) this.setUnread(this.unread + 1);
     this.emit("message", { id: m.id, role: "assistant", text: m.text, conversation: this.conversationId,
-      finish_reason: f.finish_reason });
+      finish_reason: finishReason });
   }
 
   // A person of the site's team (docs/protocol.md: handoff, agent_message, typing).
