@@ -178,7 +178,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # 100 s). It is the backstop: a dead worker's requests are found and re-sent within a
 # second or so by the other workers' watchers (inference/pipeline/supervisor.py), and a
 # live task redelivered once it outlasts the timeout finds its request owned and does
-# nothing (inference/wire/ownership.py).
+# nothing (inference/wire/worker_ownership.py).
 TANDEM_BROKER_VISIBILITY_TIMEOUT_S = int(os.environ.get("TANDEM_BROKER_VISIBILITY_TIMEOUT_S", "60"))
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "priority_steps": list(range(10)), "sep": ":", "queue_order_strategy": "priority",

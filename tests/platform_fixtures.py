@@ -81,7 +81,7 @@ def settle(client, *, timeout: float) -> None:
     takes later still writes its end to the database (seen deadlocking with a flush)."""
     from inference.pipeline.submit import request_cancel
     from inference.wire import broker, keys
-    from inference.wire.ownership import unreceived
+    from inference.wire.worker_ownership import unreceived
     from inference.wire.workers import dead_workers, live_workers
 
     def live(*, dead_too: bool = False) -> list[dict]:

@@ -14,8 +14,8 @@ import time
 from ..engine.decode import DecodeRequest
 from ..text.detokenize import IncrementalDetokenizer
 from ..wire import broker, metrics
-from ..wire.ownership import Stage
 from ..wire.spec import RequestSpec
+from ..wire.worker_ownership import Stage
 from ..worker.runtime import Runtime, get_runtime
 from . import outcomes, stages
 from .decode import recompute_kv

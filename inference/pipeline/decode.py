@@ -23,8 +23,8 @@ from ..engine.prefill import PrefillRequest
 from ..kvstore import KVError
 from ..text.detokenize import IncrementalDetokenizer
 from ..wire import broker, metrics, streams
-from ..wire.ownership import Stage
 from ..wire.spec import RequestSpec
+from ..wire.worker_ownership import Stage
 from ..worker.runtime import Runtime, get_runtime
 from . import outcomes, stages
 from .contracts import PrefillHandoff

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import redis
 
-from ..wire import broker, keys, ownership
+from ..wire import broker, keys, worker_ownership
 from . import outcomes
 
 KEY_TTL_S = 600
@@ -55,7 +55,7 @@ def report(client: redis.Redis, request_id: str, outcome: dict,
     if outcome.get("party") == CPU and "task" in outcome:
         # Whoever completes the pair sends it: the record that it is sent goes first.
         tier = "colocated" if outcome["task"] == broker.COLOCATED else "prefill"
-        ownership.mark_sent(pipe, ownership.Stage(
+        worker_ownership.mark_sent(pipe, worker_ownership.Stage(
             request_id=request_id, stage=tier, epoch=0, task=outcome["task"], args=[request_id],
             queue=outcome["queue"], pool=outcome["queue"].split(".", 1)[1]))
     pipe.rpush(key, json.dumps(outcome))

@@ -12,9 +12,9 @@ import time
 
 from ..engine.prefill import PrefillRequest
 from ..text.detokenize import IncrementalDetokenizer
-from ..wire import broker, metrics, ownership, streams
-from ..wire.ownership import Stage
+from ..wire import broker, metrics, streams, worker_ownership
 from ..wire.spec import RequestSpec
+from ..wire.worker_ownership import Stage
 from ..worker.prefill_batcher import PrefillCancelled
 from ..worker.runtime import Runtime, get_runtime
 from . import outcomes, stages
@@ -92,7 +92,7 @@ def _prefill(rt: Runtime, spec: RequestSpec, *, epoch: int, resumed: bool) -> No
         decode = Stage(request_id=request_id, stage="decode", epoch=0, task=broker.DECODE,
                        args=[request_id, handoff.to_dict()], queue=broker.queue_name("decode", spec.decode_pool),
                        pool=spec.decode_pool)
-        rt.client.set(*ownership.sent_record(decode), ex=ownership.RECORD_TTL_S)
+        rt.client.set(*worker_ownership.sent_record(decode), ex=worker_ownership.RECORD_TTL_S)
         broker.send(decode.task, decode.args, queue=decode.queue, priority=broker.broker_priority(spec.priority))
         outcomes.message_set_status(request_id=request_id, status="decoding")
     except Exception as exc:

@@ -1,4 +1,4 @@
-"""A hop's side of request ownership (wire.ownership): take the request's stage when its
+"""A hop's side of request ownership (wire.worker_ownership): take the request's stage when its
 task starts, in the same round trip as the reads the hop does anyway (its spec, its
 cancel flag), and release it when the stage ends. The verdict says whether this
 delivery runs the stage:
@@ -23,8 +23,8 @@ import redis
 from django.conf import settings
 
 from ..wire import keys, metrics
-from ..wire.ownership import DUPLICATE, FRESH, LOST, RESUME, STALE, Ownership, Stage, Verdict
 from ..wire.spec import RequestSpec
+from ..wire.worker_ownership import DUPLICATE, FRESH, LOST, RESUME, STALE, Ownership, Stage, Verdict
 from ..worker.process import current
 from . import outcomes
 

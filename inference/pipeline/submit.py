@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from ..wire import broker, keys, ownership
+from ..wire import broker, keys, worker_ownership
 from ..wire.connections import get_redis
 from ..wire.spec import REQUEST_TTL_S, RequestSpec
 from ..wire.streams import LISTENER_TTL_S
@@ -15,20 +15,20 @@ from . import handoff
 
 def request_keys(spec: RequestSpec) -> dict[str, tuple[str, float]]:
     """A new request's keys, {key: (value, TTL s)}: its spec, the listener lease and the
-    record that its CPU task is sent (wire.ownership.sent_record: the task deletes it, and
+    record that its CPU task is sent (wire.worker_ownership.sent_record: the task deletes it, and
     a watcher sends it again if its message was lost with a dying CPU worker). The web
     tier stores them with the request's admission, in the same round trip
     (`tenants.quotas.admit(store=...)`)."""
     spec.enqueued_at = time.time()
-    sent_key, sent = ownership.sent_record(cpu_stage(spec.request_id))
+    sent_key, sent = worker_ownership.sent_record(cpu_stage(spec.request_id))
     return {keys.request(spec.request_id): (spec.to_json(), REQUEST_TTL_S),
             keys.listener(spec.request_id): ("1", LISTENER_TTL_S),
-            sent_key: (sent, ownership.RECORD_TTL_S)}
+            sent_key: (sent, worker_ownership.RECORD_TTL_S)}
 
 
-def cpu_stage(request_id: str, epoch: int = 0) -> ownership.Stage:
+def cpu_stage(request_id: str, epoch: int = 0) -> worker_ownership.Stage:
     """The CPU tier's stage of a request."""
-    return ownership.Stage(request_id=request_id, stage="cpu", epoch=epoch, task=broker.PREPROCESS,
+    return worker_ownership.Stage(request_id=request_id, stage="cpu", epoch=epoch, task=broker.PREPROCESS,
                            args=[request_id], queue=broker.queue_name("cpu", ""), pool="")
 
 

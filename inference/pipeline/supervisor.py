@@ -3,7 +3,7 @@ workers and moves their requests, so that a reply survives the loss of any one p
 
 Twice a second it reads the worker list (wire.workers.dead_workers): a worker is dead
 when its heartbeat expired (any host, within TTL_S), or at once when its process is gone
-(same host). For each, it claims what the dead worker still held (wire.ownership.claim,
+(same host). For each, it claims what the dead worker still held (wire.worker_ownership.claim,
 one Lua script: two watchers never both move a request) and sends each request's stage
 again, by task name, to the same queue, with the next epoch: a prefill runs again, a
 decode continues from the next token index (pipeline.decode), a CPU task runs again.
@@ -28,7 +28,7 @@ TANDEM_MIGRATION_LIMIT moves a request fails with `worker_lost`.
 Messages can be lost without anyone owning them, too: a task sent to a queue as one of
 its consumers is killed may be handed to that consumer's connection, still open while
 the process tears down, or taken by it just before it dies. Every sender writes a
-record of what it sent before it sends (wire.ownership.sent_record; the task deletes it
+record of what it sent before it sends (wire.worker_ownership.sent_record; the task deletes it
 when it starts), and for ten seconds after a consumer of a queue died, the watcher looks
 for records of that queue older than a second and a half whose message is neither taken
 nor in the queue, and sends those again."""
@@ -46,8 +46,8 @@ from django.conf import settings
 
 from ..wire import broker, keys, metrics, streams, workers
 from ..wire.connections import new_redis
-from ..wire.ownership import LOST, MIGRATE, RESEND, Claimed, Ownership, unreceived
 from ..wire.spec import load
+from ..wire.worker_ownership import LOST, MIGRATE, RESEND, Claimed, Ownership, unreceived
 from ..worker.process import current
 from . import outcomes
 from .stages import WORKER_LOST
@@ -121,7 +121,7 @@ class Supervisor(threading.Thread):
 
     def _find_lost_messages(self, now: float) -> None:
         """For a while after a consumer of a queue died: tasks sent to that queue that
-        nobody took and that are not in it any more are sent again (wire.ownership.unreceived)."""
+        nobody took and that are not in it any more are sent again (wire.worker_ownership.unreceived)."""
         for queue, until in list(self._check_until.items()):
             if now > until:
                 del self._check_until[queue]

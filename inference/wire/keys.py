@@ -29,12 +29,12 @@ def handoff(request_id: str) -> str:
 
 
 def owner(request_id: str) -> str:
-    """Who holds the request now (inference.wire.ownership): worker, stage, epoch, state."""
+    """Who holds the request now (inference.wire.worker_ownership): worker, stage, epoch, state."""
     return f"{PREFIX}:owner:{request_id}"
 
 
 def sent(request_id: str) -> str:
-    """The request's stage sent and not yet taken (inference.wire.ownership): which
+    """The request's stage sent and not yet taken (inference.wire.worker_ownership): which
     task on which queue, so that it can be sent again if its message is lost."""
     return f"{PREFIX}:sent:{request_id}"
 

@@ -2,7 +2,7 @@
 and by a reaper that re-checks the durable flags and the listener leases every few
 seconds (a lapsed lease means the client left and did not come back to resume). The
 reaper also stops requests that another worker now owns (this one was taken for dead
-and its requests migrated: wire.ownership)."""
+and its requests migrated: wire.worker_ownership)."""
 
 from __future__ import annotations
 

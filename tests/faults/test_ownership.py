@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from inference.wire import keys, workers
-from inference.wire.ownership import (
+from inference.wire.worker_ownership import (
     DUPLICATE,
     FRESH,
     LOST,
@@ -132,7 +132,7 @@ def test_a_process_gone_on_this_host_is_dead_before_its_heartbeat_expires(redis_
 
 
 def test_a_sent_record_goes_when_its_task_starts_and_one_left_without_a_message_is_found(own, redis_client, w):
-    from inference.wire.ownership import mark_sent, unreceived
+    from inference.wire.worker_ownership import mark_sent, unreceived
 
     queue = f"decode.{w('pool')}"
     taken, waiting, lost = (str(uuid.uuid4()) for _ in range(3))
