@@ -25,14 +25,35 @@ from .wire import broker
 
 @shared_task(name=broker.PREPROCESS, acks_late=True, ignore_result=True)
 def preprocess(request_id: str, epoch: int = 0) -> None:
-    from .pipeline.cpu import preprocess_request
     from .pipeline.stages import held
     from .pipeline.submit import cpu_stage
     from .wire.connections import get_redis
 
     with held(get_redis(), cpu_stage(request_id, epoch)) as begun:
         if begun.runs:
+            preprocess_within_budget(request_id)
+
+
+CPU_TIME_EXCEEDED = ("cpu_time_exceeded", "Preparing this message took longer than the CPU tier allows "
+                     "one request; try a shorter message.")
+
+
+def preprocess_within_budget(request_id: str) -> None:
+    """One request may hold the shared CPU worker (every tenant's) for at most
+    TANDEM_CPU_TIME_BUDGET_S; past it the reply fails with `cpu_time_exceeded` and the
+    worker takes the next request (Celery's time limits do not apply to a solo pool)."""
+    from django.conf import settings
+
+    from .pipeline import handoff
+    from .pipeline.cpu import preprocess_request
+    from .wire.connections import get_redis
+    from .worker.budget import BudgetExceeded, time_budget
+
+    try:
+        with time_budget(settings.TANDEM_CPU_TIME_BUDGET_S):
             preprocess_request(request_id)
+    except BudgetExceeded:
+        handoff.report(get_redis(), request_id, handoff.cpu_failed(*CPU_TIME_EXCEEDED))
 
 
 @shared_task(name=broker.PREFILL, acks_late=True, ignore_result=True)

@@ -260,6 +260,10 @@ TANDEM_QUEUE_TIMEOUT_S = float(os.environ.get("TANDEM_QUEUE_TIMEOUT_S", "120"))
 # legitimately waits in silence for a decode slot when every slot is taken.
 TANDEM_STALL_TIMEOUT_S = float(os.environ.get("TANDEM_STALL_TIMEOUT_S", "300"))
 TANDEM_MAX_CONTEXT = int(os.environ.get("TANDEM_MAX_CONTEXT", "2048"))
+# The most wall-clock seconds one request may hold the shared CPU worker (prompt,
+# retrieval, hand-over check); past it the reply fails with `cpu_time_exceeded`
+# (docs/security.md). 0: no budget.
+TANDEM_CPU_TIME_BUDGET_S = float(os.environ.get("TANDEM_CPU_TIME_BUDGET_S", "5"))
 # How many times a reply may move to another worker after its worker died (all stages
 # together) before it fails with `worker_lost`. Read by every worker's watcher.
 TANDEM_MIGRATION_LIMIT = int(os.environ.get("TANDEM_MIGRATION_LIMIT", "3"))

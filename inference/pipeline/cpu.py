@@ -27,6 +27,7 @@ from ..text.validation import InvalidInput, clean_user_text
 from ..wire import broker, streams
 from ..wire.connections import get_redis
 from ..wire.spec import RequestSpec, load_with_cancel, save
+from ..worker.budget import disarm
 from . import handoff, outcomes
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ def preprocess_request(request_id: str) -> str | None:
             failure = (getattr(exc, "code", "invalid_message"), str(exc))
     # The web tier enqueued this before storing the message rows: the request goes on
     # (or fails) once both the rows and the prompt are done, by whichever comes second.
+    disarm()  # the request's own work is done: its time budget (tasks) ends before the reports
     if failure:
         handoff.report(client, request_id, handoff.cpu_failed(*failure))
         return None
