@@ -320,3 +320,8 @@ TANDEM_WS_MAX_PER_IP = int(os.environ.get("TANDEM_WS_MAX_PER_IP", "20"))
 TANDEM_WS_IDLE_TIMEOUT_S = float(os.environ.get("TANDEM_WS_IDLE_TIMEOUT_S", "300"))
 TANDEM_WS_FRAME_RATE = float(os.environ.get("TANDEM_WS_FRAME_RATE", "5"))
 TANDEM_WS_FRAME_BURST = int(os.environ.get("TANDEM_WS_FRAME_BURST", "20"))
+# A web process's Redis connections (inference.wire.connections, inference.wire.reader):
+# one for the stream reader's blocking XREAD, and a pool of this many for short commands,
+# which waits up to TANDEM_WEB_REDIS_WAIT_S for a free connection instead of failing.
+TANDEM_WEB_REDIS_CONNECTIONS = int(os.environ.get("TANDEM_WEB_REDIS_CONNECTIONS", "4"))
+TANDEM_WEB_REDIS_WAIT_S = float(os.environ.get("TANDEM_WEB_REDIS_WAIT_S", "10"))

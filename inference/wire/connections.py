@@ -3,11 +3,17 @@ store, which may live elsewhere, builds its own from its own URL)."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import weakref
 
 import redis
 import redis.asyncio as aioredis
 from django.conf import settings
+
+
+def redis_url() -> str:
+    return settings.REDIS_URL
 
 
 @functools.cache
@@ -22,7 +28,20 @@ def new_redis() -> redis.Redis:
     return redis.Redis.from_url(settings.REDIS_URL, health_check_interval=30)
 
 
-def get_async_redis() -> aioredis.Redis:
-    # Not cached: an asyncio client is bound to the event loop it was first used on, and
-    # each websocket connection is cheap to give its own.
-    return aioredis.Redis.from_url(settings.REDIS_URL)
+_async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis] = weakref.WeakKeyDictionary()
+
+
+def async_redis() -> aioredis.Redis:
+    """The event loop's client for short commands (quota scripts, submits, catch-up
+    reads, leases): a bounded pool that waits for a free connection rather than raising,
+    so a burst of sockets queues for a few milliseconds instead of failing. Never used for
+    blocking reads (those are the stream reader's, on its own connection). Never close it
+    from a socket."""
+    loop = asyncio.get_running_loop()
+    client = _async.get(loop)
+    if client is None:
+        pool = aioredis.BlockingConnectionPool.from_url(
+            settings.REDIS_URL, max_connections=settings.TANDEM_WEB_REDIS_CONNECTIONS,
+            timeout=settings.TANDEM_WEB_REDIS_WAIT_S, health_check_interval=30)
+        client = _async[loop] = aioredis.Redis(connection_pool=pool)
+    return client

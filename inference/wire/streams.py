@@ -29,11 +29,13 @@ from typing import Any
 import redis
 
 from . import keys
+from .reader import loop_reader
 
 STREAM_TTL_S = 3600
 # The listener lease: renewed every LISTENER_TTL_S / 3 while a client follows a stream.
 LISTENER_TTL_S = 30
 TERMINAL = {"end", "error"}
+IDLE = {"type": "idle"}
 
 
 def _fields(record: dict[str, Any]) -> dict[str, str]:
@@ -126,35 +128,35 @@ async def exists(aredis, request_id: str) -> bool:
     return bool(await aredis.exists(keys.stream(request_id)))
 
 
-async def keep_listening(aredis, request_id: str) -> None:
-    """Renew the listener lease: someone still reads this stream. The model workers
-    cancel a request whose lease lapsed (its client left and did not come back)."""
-    await aredis.set(keys.listener(request_id), "1", ex=LISTENER_TTL_S)
-
-
-async def tail(
-    aredis, request_id: str, *, after_index: int = -1, block_ms: int = 1000
-) -> AsyncIterator[dict[str, Any]]:
-    """Yield a stream's records from the start, skipping tokens at or before
-    `after_index` (resume), until the terminal record. Waits (XREAD BLOCK) for more.
+async def tail(request_id: str, *, after_index: int = -1, idle_s: float = 1.0) -> AsyncIterator[list[dict[str, Any]]]:
+    """Yield a stream's records in batches (what arrived together), from the start,
+    skipping tokens at or before `after_index` (resume), until the terminal record.
+    Follows through the event loop's one stream reader (`reader.py`), which also keeps
+    the request's listener lease alive. Yields [{"type": "idle"}] when `idle_s` passes
+    with nothing, so the caller can check deadlines and liveness.
 
     A token index is yielded once: a task redelivered after its worker died writes the
     indices it had already written again (acks are late), and the reader keeps the first."""
-    name = keys.stream(request_id)
-    last_id = "0-0"
+    follower = loop_reader().follow(keys.stream(request_id), lease=keys.listener(request_id))
     last_index = after_index
-    while True:
-        response = await aredis.xread({name: last_id}, count=256, block=block_ms)
-        if not response:
-            yield {"type": "idle"}  # lets the caller check deadlines and liveness
-            continue
-        for entry_id, fields in response[0][1]:
-            last_id = entry_id
-            rec = decode_record(fields)
-            if rec["type"] == "token":
-                if rec["index"] <= last_index:
-                    continue
-                last_index = rec["index"]
-            yield rec
-            if rec["type"] in TERMINAL:
-                return
+    try:
+        while True:
+            entries = await follower.next(idle_s)
+            if not entries:
+                yield [IDLE]
+                continue
+            batch = []
+            for _, fields in entries:
+                rec = decode_record(fields)
+                if rec["type"] == "token":
+                    if rec["index"] <= last_index:
+                        continue
+                    last_index = rec["index"]
+                batch.append(rec)
+                if rec["type"] in TERMINAL:
+                    yield batch
+                    return
+            if batch:
+                yield batch
+    finally:
+        follower.close()

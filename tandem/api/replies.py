@@ -17,7 +17,6 @@ import time
 from django.conf import settings
 from django.http import JsonResponse, StreamingHttpResponse
 
-from inference.wire.connections import get_async_redis
 from tandem.chat.replies import ReplyFollower
 from tandem.chat.services import Submission
 
@@ -69,8 +68,7 @@ class Reply:
         return got
 
     async def complete(self) -> JsonResponse:
-        aredis = get_async_redis()
-        follower = ReplyFollower(aredis, self.request_id, served=self.submission.served)
+        follower = ReplyFollower(self.request_id, served=self.submission.served)
         records = follower.records()
         try:
             pieces, end = [], None
@@ -90,8 +88,6 @@ class Reply:
         except asyncio.CancelledError:
             await follower.cancel()  # the client went away: free the decode slot
             raise
-        finally:
-            await aredis.aclose()
         body = {
             "id": self.completion_id, "object": "chat.completion", "created": self.created,
             "model": served_model_id(), "system_fingerprint": None,
@@ -106,15 +102,12 @@ class Reply:
         return resp
 
     async def stream(self, *, include_usage: bool) -> StreamingHttpResponse:
-        aredis = get_async_redis()
-        follower = ReplyFollower(aredis, self.request_id, served=self.submission.served)
+        follower = ReplyFollower(self.request_id, served=self.submission.served)
         records = follower.records()
         try:
             first = await self._first(follower, records)
-        except BaseException as exc:
-            if isinstance(exc, asyncio.CancelledError):
-                await follower.cancel()  # the client went away before the first token
-            await aredis.aclose()
+        except asyncio.CancelledError:
+            await follower.cancel()  # the client went away before the first token
             raise
 
         async def events():
@@ -138,8 +131,6 @@ class Reply:
             except (asyncio.CancelledError, GeneratorExit):
                 await follower.cancel()  # the client disconnected: cancel the request
                 raise
-            finally:
-                await aredis.aclose()
 
         resp = StreamingHttpResponse(events(), content_type="text/event-stream")
         resp["Cache-Control"] = "no-cache"

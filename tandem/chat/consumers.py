@@ -20,6 +20,7 @@ from django.conf import settings
 
 from inference.text.validation import InvalidInput
 from inference.wire import streams
+from inference.wire.connections import async_redis
 from tenants import changes
 from tenants.models import ApiKey
 from tenants.services import (
@@ -30,7 +31,7 @@ from tenants.services import (
 )
 
 from ..net import scope_client_ip
-from . import assignment, ownership, selectors, services, sockets
+from . import assignment, responder, selectors, services, sockets
 from .live import WidgetLive
 from .models import Conversation
 from .replies import EXPIRED, ReplyFollower
@@ -68,10 +69,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.counted_ip = self.counted_key = self.idle_task = None
         self.frames = sockets.FrameBucket()
         self.last_frame_at = time.monotonic()
-        self.redis = sockets.shared_async_redis()
+        self.redis = async_redis()
         self.client_ip = scope_client_ip(self.scope)
         self.live = WidgetLive(self)  # a hand-over to a person: tandem.chat.live
         query = parse_qs(self.scope.get("query_string", b"").decode())
+        # A client that understands token frames carrying several tokens (`count`) says so.
+        self.merge_tokens = (query.get("batch") or [""])[0] == "1"
         headers = dict(self.scope.get("headers", []))
         origin = headers.get(b"origin", b"").decode() or None
         await self.accept()
@@ -80,8 +83,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._too_many("address")
             return
         self.counted_ip = self.client_ip
-        # The change counter before the read: a change that commits after it is noticed.
-        version = await changes.aversion(self.redis)
+        # The change counter before the read: a change that commits after it is noticed
+        # (a copy at most a second old, shared by the process's connects, is as safe: it
+        # can only be older than the truth, which makes a later check read again).
+        version = await sockets.change_version(self.redis)
         try:
             api_key = await in_db(api_key_authenticate)(
                 plaintext=(query.get("key") or [""])[0], kind=ApiKey.Kind.WIDGET
@@ -192,7 +197,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             # (verification turned on, a new secret) since connect.
             await self._refuse(exc)
             return
-        except ownership.HeldForPerson as exc:  # a person answers: stored for them, no reply
+        except responder.HeldForPerson as exc:  # a person answers: stored for them, no reply
             await self.live.held(exc)
             return
         except InvalidInput as exc:
@@ -303,10 +308,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def _forward(self, request_id: str, after: int, served: bool):
         """Forward the request's records as frames until its end or error (a silent
         stream ends in an error too: see ReplyFollower)."""
-        follower = ReplyFollower(self.redis, request_id, served=served, after_index=after)
+        follower = ReplyFollower(request_id, served=served, after_index=after)
         try:
-            async for rec in follower.records():
-                await self._send(_frame(request_id, rec))
+            async for batch in follower.batches():
+                for frame in _frames(request_id, batch, merge=self.merge_tokens):
+                    await self._send(frame)
         except asyncio.CancelledError:
             pass
         except Exception:  # e.g. Redis dropped the connection: say so rather than go quiet
@@ -335,6 +341,22 @@ class ChatConsumer(AsyncWebsocketConsumer):
         frame about a request can be routed by its `message` field.)"""
         await self._send({"type": "error", "code": code, "message": text, "detail": text, **extra})
 
+
+
+def _frames(request_id: str, batch: list[dict], *, merge: bool) -> list[dict]:
+    """A batch of stream records as frames. For a client that asked for it (`batch=1`),
+    consecutive tokens become one frame: `index` is the first token's, `count` how many,
+    `text` their texts joined (docs/protocol.md)."""
+    frames: list[dict] = []
+    for rec in batch:
+        frame = _frame(request_id, rec)
+        last = frames[-1] if frames else None
+        if merge and rec["type"] == "token" and last is not None and last["type"] == "token":
+            last["text"] += frame["text"]
+            last["count"] = last.get("count", 1) + 1
+            continue
+        frames.append(frame)
+    return frames
 
 
 def _frame(request_id: str, rec: dict) -> dict:

@@ -30,7 +30,8 @@ def _give_up(request_id: str, *, served: bool, stalled: bool) -> bool:
 
 
 class ReplyFollower:
-    """Records of one reply, in order, until its end or error record.
+    """Records of one reply, in order, until its end or error record, read through the
+    web process's one stream reader.
 
     Silence is bounded: when no record comes for TANDEM_QUEUE_TIMEOUT_S before the first
     token (no worker took the request), or for TANDEM_STALL_TIMEOUT_S after it (the worker
@@ -38,38 +39,42 @@ class ReplyFollower:
     the stream like any other. A reply that was already final and whose stream expired
     gets a `stream_expired` error."""
 
-    def __init__(self, aredis, request_id: str, *, served: bool = True, after_index: int = -1):
-        self.aredis, self.request_id, self.served = aredis, request_id, served
+    def __init__(self, request_id: str, *, served: bool = True, after_index: int = -1):
+        self.request_id, self.served = request_id, served
         self.finished = False  # an end or error record was seen
-        self._records = streams.tail(aredis, request_id, after_index=after_index)
+        self._batches = streams.tail(request_id, after_index=after_index)
         self._heard_at = time.monotonic()
         self._seen_token = after_index >= 0
         self._gave_up = False
-        self._touched_at = 0.0
 
-    async def records(self) -> AsyncIterator[dict]:
-        async for rec in self._records:
+    async def batches(self) -> AsyncIterator[list[dict]]:
+        """The records in the groups they arrived in (consecutive tokens of a busy reply
+        often arrive together: the socket sends them as one frame)."""
+        async for batch in self._batches:
             now = time.monotonic()
-            if rec["type"] != "idle":
+            if batch[0]["type"] != "idle":
                 self._heard_at = now
-            elif not self._gave_up and now - self._heard_at > self._patience():
+            elif self._gave_up or now - self._heard_at <= self._patience():
+                continue
+            else:
                 self._gave_up = True
                 failed = await sync_to_async(_give_up)(self.request_id, served=self.served,
                                                        stalled=self._seen_token)
                 # When it failed the request, its error record arrives through the stream next.
-                if not failed:
-                    rec = EXPIRED
-            if rec["type"] != "idle":
-                self._seen_token = self._seen_token or rec["type"] == "token"
-                self.finished = rec["type"] in streams.TERMINAL
+                if failed:
+                    continue
+                batch = [EXPIRED]
+            self._seen_token = self._seen_token or any(r["type"] == "token" for r in batch)
+            self.finished = batch[-1]["type"] in streams.TERMINAL
+            yield batch
+            if self.finished:
+                await self._batches.aclose()
+                return
+
+    async def records(self) -> AsyncIterator[dict]:
+        async for batch in self.batches():
+            for rec in batch:
                 yield rec
-                if self.finished:
-                    return
-            # Keep the listener lease alive, after the caller has sent the record on: the
-            # first token never waits on this round trip.
-            if now - self._touched_at > streams.LISTENER_TTL_S / 3:
-                await streams.keep_listening(self.aredis, self.request_id)
-                self._touched_at = now
 
     def _patience(self) -> float:
         return settings.TANDEM_STALL_TIMEOUT_S if self._seen_token else settings.TANDEM_QUEUE_TIMEOUT_S

@@ -1,7 +1,8 @@
 """What one chat websocket may cost the web process (issue 19, finding 4 and 8):
 
-- one shared asyncio Redis client (one connection pool) per event loop, instead of a
-  pool per socket, opened before anything was authenticated;
+- no Redis connection of its own: short commands share the process's bounded pool and
+  replies and live events are read by the process's one stream reader
+  (inference.wire.connections, inference.wire.reader);
 - at most TANDEM_WS_MAX_PER_KEY open sockets per widget key and TANDEM_WS_MAX_PER_IP
   per client IP, in this process (a deployment with N web processes allows N times as
   many; its proxy can cap connections per address too);
@@ -17,23 +18,28 @@ import time
 import weakref
 from collections import Counter
 
-import redis.asyncio as aioredis
 from django.conf import settings
+
+from tenants import changes
 
 CLOSE_TOO_MANY = 4429
 CLOSE_IDLE = 4408
 
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis] = weakref.WeakKeyDictionary()
+VERSION_MAX_AGE_S = 1.0
+_version: dict[asyncio.AbstractEventLoop, tuple[float, asyncio.Future]] = weakref.WeakKeyDictionary()
 
 
-def shared_async_redis() -> aioredis.Redis:
-    """The event loop's one asyncio Redis client (clients are bound to their loop). Never
-    close it from a socket."""
+async def change_version(aredis) -> int:
+    """tenants.changes' counter as read at most VERSION_MAX_AGE_S ago, one read shared by
+    every socket of the event loop that connects meanwhile (a burst of connects costs one
+    round trip a second, not one each)."""
     loop = asyncio.get_running_loop()
-    client = _clients.get(loop)
-    if client is None:
-        client = _clients[loop] = aioredis.Redis.from_url(settings.REDIS_URL, health_check_interval=30)
-    return client
+    now = time.monotonic()
+    cached = _version.get(loop)
+    if cached is None or now - cached[0] > VERSION_MAX_AGE_S or (cached[1].done() and cached[1].exception()):
+        fut = loop.create_task(changes.aversion(aredis))
+        _version[loop] = cached = (now, fut)
+    return await asyncio.shield(cached[1])
 
 
 class SocketCounts:

@@ -5,7 +5,7 @@ Signed in by the console's session (AuthMiddlewareStack, same-origin only), and 
 through tenants.membership like every console page: a tenant that is not the person's,
 or a conversation that is not the tenant's, is refused exactly as a missing one (close
 4404), and a role without Can.INBOX is closed 4403. Thin: it forwards the conversation's
-live events (inference.wire.events), tells others when the agent types, and streams a
+live events (tandem.chat.events), tells others when the agent types, and streams a
 suggested reply (`suggest`, tandem.chat.drafts) into the agent's reply box, never to the
 visitor; replies, notes, claims, assignments and resolves are the inbox's POSTs
 (views/inbox.py). An open socket is its agent's presence heartbeat (tandem.chat.assignment)."""
@@ -21,9 +21,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from inference.text.validation import InvalidInput
-from inference.wire import events
-from inference.wire.connections import get_async_redis
-from tandem.chat import assignment, drafts, ownership, services
+from inference.wire.connections import async_redis
+from tandem.chat import assignment, drafts, events, responder, services
 from tandem.chat.models import Conversation
 from tandem.chat.replies import ReplyFollower
 from tenants import membership
@@ -40,7 +39,7 @@ def _resolve(user, slug, conversation_id) -> tuple[str, str, object]:
     conv = membership.tenant_object(access, Conversation.objects.all(), what="conversation", pk=conversation_id)
     access.require(Can.INBOX)
     assignment.presence_seen(tenant=access.tenant, agent=user)
-    return str(conv.pk), ownership.display_name(user), access.tenant
+    return str(conv.pk), responder.display_name(user), access.tenant
 
 
 def _draft(user, tenant, conversation_id):
@@ -71,7 +70,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
         except membership.NotVisible:
             await self._close(CLOSE_NOT_FOUND, "conversation_not_found", "No such conversation.")
             return
-        self.redis = get_async_redis()
+        self.redis = async_redis()
         self.typed_at = 0.0
         self.task = asyncio.create_task(self._forward())
 
@@ -83,8 +82,6 @@ class AgentConsumer(AsyncWebsocketConsumer):
         for task in (self.task, self.draft):
             if task:
                 task.cancel()
-        if self.redis is not None:
-            await self.redis.aclose()
 
     async def _forward(self):
         try:
@@ -117,7 +114,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
             now = time.monotonic()
             if now - self.typed_at >= 2.0:
                 self.typed_at = now
-                await database_sync_to_async(ownership.typing)(
+                await database_sync_to_async(responder.typing)(
                     conversation_id=self.conversation_id, who="agent", name=self.name)
 
     async def _suggest(self):
@@ -129,13 +126,13 @@ class AgentConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=json.dumps({"type": "draft_error", "code": "forbidden",
                                                   "detail": "Your role may no longer use the inbox."}))
             return
-        except (ownership.NotYours, InvalidInput, services.QuotaRefused, services.NotFound) as exc:
+        except (responder.NotYours, InvalidInput, services.QuotaRefused, services.NotFound) as exc:
             await self.send(text_data=json.dumps({"type": "draft_error", "code": getattr(exc, "code", "refused"),
                                                   "detail": str(exc)}))
             return
         mid = str(msg.pk)
         await self.send(text_data=json.dumps({"type": "draft_start", "message": mid}))
-        follower = ReplyFollower(self.redis, mid, served=served)
+        follower = ReplyFollower(mid, served=served)
         try:
             async for rec in follower.records():
                 if rec["type"] == "token":

@@ -1,5 +1,6 @@
-"""A conversation's live events, for the people in it: the visitor's widget socket and
-the agents' console sockets tail `tandem:conv:<id>:events` (a Redis Stream, as replies'
+"""A conversation's live events, for the people in it (a web-tier concept: the pipeline
+reports outcomes, it never speaks to people): the visitor's widget socket and the agents'
+console sockets tail `tandem:conv:<id>:events` (a Redis Stream, as replies'
 tokens are: never the channel layer, which drops at capacity).
 
 An event is a flat JSON object with a `type`: `message` (a visitor's message held for
@@ -17,7 +18,8 @@ from typing import Any
 
 import redis
 
-from . import keys
+from inference.wire import keys
+from inference.wire.reader import loop_reader
 
 MAXLEN = 500  # a conversation's recent events; the transcript is in the database
 TTL_S = 24 * 3600
@@ -38,17 +40,20 @@ async def last_id(aredis, conversation_id: str) -> str:
     return rows[0][0].decode() if rows else "0-0"
 
 
-async def tail(aredis, conversation_id: str, *, after: str = "$", block_ms: int = 5000) -> AsyncIterator[dict]:
+async def tail(aredis, conversation_id: str, *, after: str = "$", idle_s: float = 5.0) -> AsyncIterator[dict]:
     """The conversation's events after `after` ("$": from now on), forever (the caller
-    cancels). Yields {"type": "idle"} when `block_ms` passes with none."""
+    cancels), through the event loop's one stream reader. Yields {"type": "idle"} when
+    `idle_s` passes with none: a silence of any length is only a silence."""
     key = keys.conversation_events(str(conversation_id))
     if after == "$":
         after = await last_id(aredis, conversation_id)
-    while True:
-        response = await aredis.xread({key: after}, count=100, block=block_ms)
-        if not response:
-            yield {"type": "idle"}
-            continue
-        for entry_id, fields in response[0][1]:
-            after = entry_id
-            yield json.loads(fields[b"e"])
+    follower = loop_reader().follow(key, after=after)
+    try:
+        while True:
+            entries = await follower.next(idle_s)
+            if not entries:
+                yield {"type": "idle"}
+            for _, fields in entries:
+                yield json.loads(fields[b"e"])
+    finally:
+        follower.close()
