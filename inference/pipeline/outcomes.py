@@ -17,12 +17,12 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from knowledge.services import citations_record
-from tandem.chat import assignment
+from tandem.chat import assignment, events
 from tandem.chat.models import Conversation, Message
 from tenants import quotas
 from tenants.models import UsageRecord
 
-from ..wire import events, metrics, streams
+from ..wire import metrics, streams
 from ..wire.connections import get_redis
 from ..wire.spec import RequestSpec
 from .contracts import ReplyOutcome
@@ -69,7 +69,7 @@ def request_handover(*, request_id: str, text: str, reason: str = "words") -> bo
     """The visitor asked for a person in words: the reply is `text` (no model call, so no
     UsageRecord), and the conversation waits for a person unless one already has it.
     The conversation's one edge written here (bot | resolved -> pending_human) is the
-    same conditional UPDATE as tandem.chat.ownership's. Idempotent like request_fail."""
+    same conditional UPDATE as tandem.chat.responder's. Idempotent like request_fail."""
     now = timezone.now()
     with transaction.atomic():
         updated = Message.objects.filter(pk=request_id, status__in=_PROGRESS).update(
