@@ -16,6 +16,7 @@ from .config import EngineConfig
 from .fingerprint import NoWeightsError, model_fingerprint
 from .gguf import load_blocks
 from .model import DecoderModel, few_row_blocks
+from .model_dir import UnsupportedModelError, resolve_model_dir
 from .openmp import on_own_thread
 
 __all__ = ["LoadedModel", "UnsupportedModelError", "load_model", "model_fingerprint", "resolve_model_dir"]
@@ -27,10 +28,6 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2")
 SUPPORTED_ROPE_TYPES = (None, "default", "linear", "llama3", "yarn")
 
 
-class UnsupportedModelError(ValueError):
-    """The model cannot be served by this engine; the message says why."""
-
-
 @dataclass
 class LoadedModel:
     model: DecoderModel
@@ -38,23 +35,6 @@ class LoadedModel:
     fingerprint: str
     eos_token_ids: frozenset[int]
     model_dir: Path
-
-
-def resolve_model_dir(model: str | Path) -> Path:
-    path = Path(model).expanduser()
-    if path.is_dir():
-        return path
-    if path.is_absolute() or str(model).startswith((".", "~")) or str(model).count("/") > 1:
-        raise UnsupportedModelError(f"model directory {path} does not exist")
-    try:  # a hub id: only what is already in the local cache
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(str(model), local_files_only=True))
-    except Exception as exc:  # noqa: BLE001 - any failure means "not available offline"
-        raise UnsupportedModelError(
-            f"model {model!r} is neither a directory nor in the local Hugging Face cache "
-            "(the engine never downloads weights)"
-        ) from exc
 
 
 def check_supported(hf_config: Any, max_context: int) -> None:
