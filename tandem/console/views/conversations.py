@@ -3,7 +3,6 @@ and exports (CSV, JSON) of either."""
 
 from __future__ import annotations
 
-import csv
 import json
 
 from django.core.paginator import Paginator
@@ -13,6 +12,7 @@ from django.utils import timezone
 from tandem.chat.models import Conversation
 
 from .. import selectors
+from ..csv_export import csv_lines
 from ..forms import ConversationFilterForm
 from .base import Obj, render_page, tenant_page
 
@@ -46,22 +46,11 @@ def conversation_detail(request, access, conv):
                        access=access, nav="conversations")
 
 
-class _Echo:
-    def write(self, value):
-        return value
-
-
 def _export(rows, *, fmt: str, name: str):
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
     if fmt == "csv":
-        writer = csv.DictWriter(_Echo(), fieldnames=selectors.EXPORT_FIELDS)
-
-        def lines():
-            yield writer.writeheader()
-            for row in selectors.export_rows(rows):
-                yield writer.writerow(row)
-
-        response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+        response = StreamingHttpResponse(csv_lines(selectors.EXPORT_FIELDS, selectors.export_rows(rows)),
+                                         content_type="text/csv; charset=utf-8")
     else:
         def chunks():
             yield "["
