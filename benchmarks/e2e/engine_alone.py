@@ -31,7 +31,7 @@ class EngineAlone:
         # Two engines in one process: their threads are pinned one by one, where each
         # worker process pins itself whole.
         pin_threads([self.batcher._thread.native_id], {prefill_core})
-        pin_threads([self.decode._thread.native_id], {decode_core})
+        pin_threads([self.decode.loop._thread.native_id], {decode_core})
 
     def ask(self, trace: Trace, ids: list[int], *, max_tokens: int, salt: str) -> Trace:
         from inference.engine.decode import DecodeRequest

@@ -28,6 +28,7 @@ import argparse
 import math
 import time
 
+from ..quick import add_quick_options, parse_quick
 from ..report import fmt, say, table, write_json
 from ..stack import site as platform_site
 from ..stack.chat_client import ChatClient, chat_loop, closed_loop, together
@@ -39,6 +40,11 @@ from ..stats import percentile, summarize
 from ..traces import Trace, summarize_traces
 from .engine_alone import EngineAlone
 from .report import HEADERS, overhead_at_one, report, row
+
+DEFAULT_OUT = "var/bench/e2e.json"
+# --quick: the tiny model, two levels of two rounds, short replies, a short MONITOR pass.
+QUICK = {"model": "tiny", "clients": "1,2", "rounds": 2, "warmup": 1, "settle": 0.1, "max_output_tokens": 8,
+         "profile": "always", "profile_requests": 2, "decode_slots": 8}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -60,8 +66,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="TANDEM_KV_URL for the model workers, e.g. shm:///dev/shm/tandem-bench-kv "
                         "(default: the settings' default, Redis)")
     platform_site.add_site_options(p)
-    p.add_argument("--out", default="var/bench/e2e.json")
-    return platform_site.parse(p, argv)
+    add_quick_options(p, default_out=DEFAULT_OUT)
+    return parse_quick(p, argv, name="e2e", default_out=DEFAULT_OUT, quick_defaults=QUICK, parse=platform_site.parse)
 
 
 def requests_for(clients: int, override: int | None) -> int:
@@ -73,7 +79,7 @@ def requests_for(clients: int, override: int | None) -> int:
 def main(argv: list[str]) -> None:
     args = parse_args(argv)
     levels = [int(x) for x in args.clients.split(",") if x.strip()]
-    result = platform_site.start_run("e2e", argv)
+    result = platform_site.start_run("e2e", argv, quick=args.quick)
     kv_env = {"TANDEM_KV_URL": args.kv_url} if args.kv_url else {}
     with platform_site.bench_site("e2e", args) as site:
         from django.conf import settings

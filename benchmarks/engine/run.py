@@ -54,6 +54,7 @@ from ..machine import (
     source_digest,
 )
 from ..paths import BASE_DIR, MODEL_DIR
+from ..quick import add_quick_options, parse_quick
 from ..report import fmt, say, write_json
 from .prompts import long_prompt, stream_prompts
 from .report import TANDEM, Row, evaluate_targets, render, render_targets
@@ -62,18 +63,22 @@ from .workloads import run_tandem, sizes_from
 
 SYSTEMS = ("hf_generate", "hf_generate_fp32", "generate_batch", *TANDEM, "llamacpp")
 WORKLOADS = ("single", "streams32", "streams64", "mixed")
+DEFAULT_OUT = "var/bench/engine.json"
+# --quick: small sizes (workloads.sizes_from), the tiny model, every system but llama.cpp.
+QUICK = {"model": "tiny", "systems": ",".join(s for s in SYSTEMS if s != "llamacpp")}
 # What the disaggregated workers import when they start (an edit mid-run changes them).
 ENGINE_SOURCES = [BASE_DIR / "inference" / p for p in ("engine", "kvstore", "worker/prefill_batcher.py")]
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks engine", description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="small sizes: a smoke test (< 2 minutes)")
-    p.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated subset of {','.join(SYSTEMS)}")
+    p.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated subset of {','.join(SYSTEMS)} "
+                   "(--quick: all but llamacpp, whose first use builds it from source)")
     p.add_argument("--workloads", default=",".join(WORKLOADS),
                    help=f"comma-separated subset of {','.join(WORKLOADS)}")
-    p.add_argument("--out", default="var/bench/engine.json", help="JSON results (default var/bench/engine.json)")
-    p.add_argument("--model", default=str(MODEL_DIR))
+    add_quick_options(p, default_out=DEFAULT_OUT)
+    p.add_argument("--model", default=str(MODEL_DIR),
+                   help="a model directory, or tiny: a 2-layer random-weight model (the default with --quick)")
     p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float32", "int8"],
                    help="Tandem's precision; auto: what the workers pick on this CPU "
                         "(EngineConfig.resolve_precision); HF runs bf16 for int8")
@@ -99,7 +104,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--llamacpp-threads", default="1,2", help="llama.cpp thread counts (default 1,2)")
     p.add_argument("--no-quality", dest="quality", action="store_false",
                    help="skip the quality section (int8, fp32 and bf16's few-row kernel against bf16)")
-    args = p.parse_args(argv)
+    args = parse_quick(p, argv, name="engine", default_out=DEFAULT_OUT, quick_defaults=QUICK)
+    if args.model == "tiny":
+        from inference.engine.tiny import build_tiny_model
+
+        args.model = str(build_tiny_model(BASE_DIR / "var" / "models" / "tiny-bench"))
     args.dtype = concrete_precision(args.dtype)
     args.hf_dtype = "bfloat16" if args.dtype == "int8" else args.dtype
     args.llamacpp_threads = [int(t) for t in args.llamacpp_threads.split(",") if t]

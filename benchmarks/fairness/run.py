@@ -29,6 +29,7 @@ import threading
 import time
 
 from ..cores import isolate_core, renice_threads, threads_of
+from ..quick import add_quick_options, parse_quick
 from ..report import fmt, say, write_json
 from ..stack import site as platform_site
 from ..stack.chat_client import ChatClient, chat_loop
@@ -42,6 +43,11 @@ from ..traces import Trace, summarize_traces
 from .report import report
 
 QUEUES = ["cpu", "prefill.shared", "decode.shared"]
+
+DEFAULT_OUT = "var/bench/fairness.json"
+# --quick: the tiny model, a handful of B's requests per phase, a small flood for a second.
+QUICK = {"model": "tiny", "b_requests": 4, "b_interval": 0.2, "flood_clients": 4, "flood_ramp": 1.0,
+         "a_max_output_tokens": 16, "profile_requests": 2, "decode_slots": 8}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -72,8 +78,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "its forwards then preempt the web and CPU tiers that share its core)")
     p.add_argument("--target-ratio", type=float, default=1.5)
     platform_site.add_site_options(p)
-    p.add_argument("--out", default="var/bench/fairness.json")
-    return platform_site.parse(p, argv)
+    add_quick_options(p, default_out=DEFAULT_OUT)
+    return parse_quick(p, argv, name="fairness", default_out=DEFAULT_OUT, quick_defaults=QUICK,
+                       parse=platform_site.parse)
 
 
 def paced_requests(ws_url: str, key: str, *, n: int, interval: float, next_prompt, tenant: str,
@@ -232,7 +239,7 @@ def phases(args: argparse.Namespace, site, plat, a, b, result: dict) -> None:
 
 def main(argv: list[str]) -> None:
     args = parse_args(argv)
-    result = platform_site.start_run("fairness", argv)
+    result = platform_site.start_run("fairness", argv, quick=args.quick)
     with platform_site.bench_site("fairness", args) as site:
         a, b, result["config"] = make_tenants(args)
         result["config"].update(

@@ -11,7 +11,9 @@ records in Redis), it is killed:
 - CPU kill: the CPU worker frozen (SIGSTOP) while it holds a request, then killed;
 - colocated kill, and CPU kill in colocated mode.
 
-Each tier runs two workers (the victim's peer takes over). Reported per scenario:
+Each tier that loses a worker runs two (the victim's peer takes over); `--victims` picks
+the scenarios by the tier killed, and `--quick` runs the decode kill alone on the tiny
+model. Reported per scenario:
 requests completed / total, duplicated and missing token indices (as the clients saw
 them), how many replies the victim held, and their recovery time: from the kill to the
 next token each of them received (p50, max), plus the decode workers' KV recompute time
@@ -35,6 +37,7 @@ from dataclasses import dataclass, field
 
 from ..machine import measured_on
 from ..paths import BENCH_DIR
+from ..quick import add_quick_options, parse_quick
 from ..report import say, table, write_json
 from ..stack import site as platform_site
 from ..stack.site import bench_site, start_run
@@ -194,7 +197,10 @@ def _recompute_seconds(client, role: str) -> tuple[float, int]:
     return total, count
 
 
-def run_scenario(p, client, key: str, *, name: str, mode: str, role: str, clients: int, requests: int) -> dict:
+def run_scenario(p, client, key: str, *, name: str, mode: str, role: str, clients: int, requests: int,
+                 replace: bool = True) -> dict:
+    """One kill under load; with `replace`, a new worker takes the victim's place (for the
+    next scenario on this platform)."""
     from devstack.processes import start_worker
     from inference.wire.workers import live_workers
 
@@ -232,7 +238,7 @@ def run_scenario(p, client, key: str, *, name: str, mode: str, role: str, client
     after = _recompute_seconds(client, "decode" if mode == "disaggregated" else "colocated")
     n_recompute = after[1] - before[1]
     # Put the platform back as it was for the next scenario: a worker for the one killed.
-    if killed is not None:
+    if killed is not None and replace:
         dead = [n for n, proc in p.procs.items() if proc.pid == victim["pid"]]
         for n in dead:
             p.procs.pop(n).wait(timeout=30)
@@ -260,16 +266,28 @@ ENVS = {  # role -> (worker env, Celery slots)
 }
 
 
+# --quick: the tiny model, one scenario (a decode worker killed), two chats of one
+# question each; the tiny model's replies are long enough to be mid-stream at the kill.
+QUICK = {"model": "tiny", "modes": "disaggregated", "victims": "decode", "clients": 2, "requests": 1,
+         "max_tokens": 256}
+
+
 def main(argv: list[str]) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks faults", description=__doc__.split("\n\n")[0])
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--requests", type=int, default=2, help="questions each client asks in a row")
     ap.add_argument("--max-tokens", type=int, default=64, help="the tenant's output maximum")
     ap.add_argument("--modes", default="disaggregated,colocated")
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--victims", default=",".join(sorted({role for _, _, role in SCENARIOS})),
+                    help="the tiers whose worker is killed (default: every scenario's)")
     platform_site.add_site_options(ap)
-    args = ap.parse_args(argv)
-    doc = start_run("faults", argv)
+    add_quick_options(ap, default_out=None)
+    args = parse_quick(ap, argv, name="faults", default_out=None, quick_defaults=QUICK)
+    victims = set(args.victims.split(","))
+    unknown = victims - {role for _, _, role in SCENARIOS}
+    if unknown:
+        ap.error(f"unknown victims {sorted(unknown)}; choose from cpu, prefill, decode, colocated")
+    doc = start_run("faults", argv, quick=args.quick)
     doc["settings"] = vars(args)
     results = []
     with bench_site("faults", args) as site:
@@ -285,13 +303,19 @@ def main(argv: list[str]) -> None:
             if mode == "colocated":
                 pool, _ = ComputePool.objects.get_or_create(slug="shared", role="colocated")
                 Allocation.objects.filter(tenant_id=tenant.tenant_id).update(prefill_pool=pool, decode_pool=pool)
+            scenarios = [(name, role) for name, scenario_mode, role in SCENARIOS
+                         if scenario_mode == mode and role in victims]
+            if not scenarios:
+                continue
+            # Two workers of each tier that loses one (its peer takes over), one of the others.
+            killed = {role for _, role in scenarios}
             workers = [(role, "shared", {**ENVS[role][0], "CONCURRENCY": str(ENVS[role][1]), "NAME": f"{role}-{i}"})
-                       for role in MODES[mode] for i in range(2)]
+                       for role in MODES[mode] for i in range(2 if role in killed else 1)]
             with platform_up(site, workers) as p:
-                for name, scenario_mode, role in SCENARIOS:
-                    if scenario_mode == mode:
-                        results.append(run_scenario(p, client, tenant.widget_key, name=name, mode=mode, role=role,
-                                                    clients=args.clients, requests=args.requests))
+                for n, (name, role) in enumerate(scenarios):
+                    results.append(run_scenario(p, client, tenant.widget_key, name=name, mode=mode, role=role,
+                                                clients=args.clients, requests=args.requests,
+                                                replace=n < len(scenarios) - 1))
     doc["results"] = results
     rows = [(r["scenario"], r["mode"], f"{r['clients']} x {r['requests_per_client']}",
              f"{r['completed']}/{r['total']}", f"{r['duplicated_indices']}/{r['missing_indices']}", r["affected"],

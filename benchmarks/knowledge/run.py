@@ -14,10 +14,11 @@
 
 Each backend runs in a child process of its own (Django takes one database per process):
 SQLite in a fresh file under var/bench/, PostgreSQL in a throwaway database on
-127.0.0.1:5432. Prints tables; writes JSON under var/bench/.
+127.0.0.1:5432. Prints tables; writes JSON under var/bench/ (or at --out, each backend's
+beside it).
 
     python -m benchmarks knowledge [--backends sqlite,postgres] [--sizes 1000,10000,100000]
-                                   [--queries 300]
+                                   [--queries 300] [--quick] [--out PATH]
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..machine import machine_info, measured_on
+from ..quick import add_quick_options, parse_quick
 from ..report import say, table
 from ..stats import percentile
 
@@ -213,7 +215,8 @@ def measure_prefix_cache(tenant, n_conversations: int = 40) -> dict:
     return out
 
 
-def child(backend: str, sizes: list[int], n_queries: int, out_path: Path) -> None:
+def child(backend: str, sizes: list[int], n_queries: int, out_path: Path, *, cpu_requests: int = 200,
+          conversations: int = 40) -> None:
     run_dir = BENCH_DIR / f"knowledge-{backend}-{os.getpid()}"
     run_dir.mkdir(parents=True, exist_ok=True)
     throwaway = None
@@ -246,7 +249,7 @@ def child(backend: str, sizes: list[int], n_queries: int, out_path: Path) -> Non
         demo = tenant_create(slug="bench-demo", name="Demo").tenant
         result["quality"] = measure_quality(demo)
         say(f"{backend}: prefix cache with and without knowledge")
-        result["prefix_cache"] = measure_prefix_cache(demo)
+        result["prefix_cache"] = measure_prefix_cache(demo, conversations)
         result["latency"] = {}
         rng = random.Random(1)
         for n in sizes:
@@ -264,7 +267,7 @@ def child(backend: str, sizes: list[int], n_queries: int, out_path: Path) -> Non
             say(f"{backend}: {n} chunks: {result['latency'][str(n)]}")
             if n == max(sizes):
                 say(f"{backend}: the CPU tier's added time at {n} chunks")
-                result["cpu_tier"] = {"chunks": n, **measure_cpu_tier(tenant, 200)}
+                result["cpu_tier"] = {"chunks": n, **measure_cpu_tier(tenant, cpu_requests)}
                 # The help centre among the synthetic chunks (made of its own sentences):
                 # what bounding the chunks ranked costs, against the small tenant's figure.
                 say(f"{backend}: quality on the help centre inside the {n}-chunk tenant")
@@ -282,29 +285,46 @@ def child(backend: str, sizes: list[int], n_queries: int, out_path: Path) -> Non
 # -- the parent ---------------------------------------------------------------------------
 
 
+# --quick: SQLite alone (PostgreSQL's path is the full run's), a few hundred chunks, a
+# few queries: every measurement's code on a small workload.
+QUICK = {"backends": "sqlite", "sizes": "200", "queries": 20, "cpu_requests": 10, "conversations": 4}
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks knowledge")
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--cpu-requests", type=int, default=200,
+                        help="CPU-tier requests timed, knowledge on and off (default 200)")
+    parser.add_argument("--conversations", type=int, default=40,
+                        help="three-turn conversations through the prefix cache (default 40)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--out", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    parser.add_argument("--child-out", help=argparse.SUPPRESS)
+    add_quick_options(parser, default_out=None)
+    args = parse_quick(parser, argv, name="knowledge", default_out=None, quick_defaults=QUICK)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.child:
-        child(args.child, sizes, args.queries, Path(args.out))
+        child(args.child, sizes, args.queries, Path(args.child_out), cpu_requests=args.cpu_requests,
+              conversations=args.conversations)
         return
     stamp = time.strftime("%Y%m%d-%H%M%S")
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
-    report = {"machine": machine_info(), "sizes": sizes, "queries": args.queries, "backends": {}}
+    path = Path(args.out) if args.out else BENCH_DIR / f"knowledge-{stamp}.json"
+    if not path.is_absolute():
+        path = BASE_DIR / path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    report = {"benchmark": "knowledge", "quick": args.quick, "machine": machine_info(), "sizes": sizes,
+              "queries": args.queries, "backends": {}}
     for backend in args.backends.split(","):
-        out = BENCH_DIR / f"knowledge-{backend}-{stamp}.json"
+        out = path.with_name(f"{path.stem}-{backend}{path.suffix}")
         env = {**os.environ, "PYTHONPATH": str(BASE_DIR)}
         env.pop("DATABASE_URL", None)
-        subprocess.run([sys.executable, "-m", "benchmarks", "knowledge", "--child", backend, "--out", str(out),
-                        "--sizes", args.sizes, "--queries", str(args.queries)], cwd=BASE_DIR, env=env, check=True)
+        subprocess.run([sys.executable, "-m", "benchmarks", "knowledge", "--child", backend, "--child-out", str(out),
+                        "--sizes", args.sizes, "--queries", str(args.queries),
+                        "--cpu-requests", str(args.cpu_requests), "--conversations", str(args.conversations)],
+                       cwd=BASE_DIR, env=env, check=True)
         report["backends"][backend] = json.loads(out.read_text())
-    path = BENCH_DIR / f"knowledge-{stamp}.json"
     path.write_text(json.dumps(report, indent=2))
     b = report["backends"]
     print(f"\n{measured_on(report['machine'])}\n")

@@ -97,7 +97,7 @@ def _exit_on_sigterm(signum, frame):
     raise SystemExit(128 + signum)
 
 
-def start_run(name: str, argv: list[str]) -> dict:
+def start_run(name: str, argv: list[str], *, quick: bool = False) -> dict:
     """What every platform benchmark does first: record the machine and whatever else is
     using the CPU (and warn about it), make sure the model is prepared, and start the
     result document. A SIGTERM (a `kill`, a timeout) unwinds like Ctrl-C, so the
@@ -111,7 +111,7 @@ def start_run(name: str, argv: list[str]) -> dict:
     from inference.engine.prepare import prepare_model
 
     prepare_model(MODEL_DIR)
-    return {"benchmark": name, "argv": argv, "machine": machine, "busy_processes_at_start": busy}
+    return {"benchmark": name, "quick": quick, "argv": argv, "machine": machine, "busy_processes_at_start": busy}
 
 
 @dataclass
