@@ -4,6 +4,10 @@ Starts the embedded Redis (unless REDIS_URL points elsewhere), migrates, seeds t
 then runs daphne and the worker tiers as child processes, prints the URLs and the
 credentials, and stops everything on Ctrl-C. A process that exits is started again
 (devstack/supervise.py: backoff, restart count, the reason printed); the others go on.
+
+TANDEM_WEB_PROCESSES=N runs N daphne processes on consecutive ports from TANDEM_PORT, as
+a deployment runs N web replicas behind its proxy: they share nothing but Redis and the
+database, so a visitor may reconnect to any of them and resume.
 """
 
 from __future__ import annotations
@@ -19,12 +23,14 @@ from pathlib import Path
 import redis
 
 from devstack import embedded_redis
+from devstack.processes import raise_open_files_limit
 from devstack.supervise import Service, Supervisor
 from inference.wire.workers import live_workers
 from inference.worker.commandline import devstack_workers
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 HOST, PORT = "127.0.0.1", int(os.environ.get("TANDEM_PORT", "8000"))
+WEB_PROCESSES = int(os.environ.get("TANDEM_WEB_PROCESSES", "1"))
 
 
 def _manage(*args: str, capture: bool = False) -> str:
@@ -40,9 +46,16 @@ def _cores() -> list[int]:
 
 
 def services() -> list[Service]:
-    py = sys.executable
-    web = Service("web", [py, "-m", "daphne", "-b", HOST, "-p", str(PORT), "tandem.asgi:application"])
-    return [web, *worker_services()]
+    return [*web_services(WEB_PROCESSES, host=HOST, port=PORT), *worker_services()]
+
+
+def web_services(count: int, *, host: str, port: int) -> list[Service]:
+    """`count` daphne processes on ports port, port + 1, ...; one is just `web`."""
+    if count < 1:
+        raise SystemExit(f"TANDEM_WEB_PROCESSES must be 1 or more, not {count}")
+    return [Service("web" if count == 1 else f"web-{i + 1}",
+                    [sys.executable, "-m", "daphne", "-b", host, "-p", str(port + i), "tandem.asgi:application"])
+            for i in range(count)]
 
 
 def worker_services() -> list[Service]:
@@ -64,6 +77,7 @@ def _missing_workers(client: redis.Redis, procs: list[Service]) -> list[tuple[st
 
 def main() -> None:
     os.chdir(BASE_DIR)
+    raise_open_files_limit()  # daphne inherits it: each socket is a descriptor
     redis_proc = None
     if "REDIS_URL" not in os.environ:
         port = int(os.environ.get("TANDEM_EMBEDDED_REDIS_PORT", "6390"))
@@ -101,6 +115,8 @@ def main() -> None:
                         f"  demo:    http://{HOST}:{PORT}/demo/{seed['tenant']}/\n"
                         f"  API:     http://{HOST}:{PORT}/v1/chat/completions   docs http://{HOST}:{PORT}/api/docs/\n"
                         f"  health:  http://{HOST}:{PORT}/readyz   metrics http://{HOST}:{PORT}/metrics\n"
+                        + (f"  web processes: {WEB_PROCESSES}, on ports {PORT}-{PORT + WEB_PROCESSES - 1} "
+                           "(any of them serves every URL above)\n" if WEB_PROCESSES > 1 else "") +
                         f"  demo secret key: {seed['secret_key']}\n"
                         "  Ctrl-C stops everything.\n",
                         flush=True,

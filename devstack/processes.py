@@ -5,6 +5,7 @@ boundaries exactly as in production."""
 from __future__ import annotations
 
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -45,6 +46,16 @@ def database_url(settings_dict: dict) -> str:
     return f"postgres://{user}{password}@{host}:{port}/{settings_dict['NAME']}"
 
 
+def raise_open_files_limit() -> int:
+    """Raise this process's soft limit on open files to its hard limit (children inherit
+    it): a web process holding thousands of sockets, and the client opening them, need
+    more than the usual 1,024. Returns the new limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
+
+
 @dataclass
 class Platform:
     base_url: str
@@ -52,6 +63,9 @@ class Platform:
     env: dict
     log_dir: Path
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    # Every web process's base URL, the first being base_url (running_platform's
+    # web_processes): the processes "web", "web-2", ...
+    web_urls: list[str] = field(default_factory=list)
 
     def stop(self, name: str) -> None:
         proc = self.procs.pop(name)
@@ -100,17 +114,21 @@ def wait_for(predicate, *, timeout: float, what: str, procs: dict | None = None,
 
 @contextmanager
 def running_platform(*, db_url: str, model_dir: str, workers: list[tuple[str, str, dict]], extra_env=None,
-                     log_dir: Path | None = None):
-    """Start daphne plus `workers` [(role, pool, env)], wait until every model worker
-    sends a heartbeat, yield a Platform, stop everything. Logs go to `log_dir` (default:
-    a new folder under var/test-logs/)."""
-    port = free_port()
+                     log_dir: Path | None = None, web_processes: int = 1):
+    """Start daphne (`web_processes` of them, each on a port of its own: "web", "web-2",
+    ...) plus `workers` [(role, pool, env)], wait until every model worker sends a
+    heartbeat, yield a Platform, stop everything. Logs go to `log_dir` (default: a new
+    folder under var/test-logs/)."""
+    ports = [free_port() for _ in range(web_processes)]
+    port = ports[0]
     env = {**os.environ, "DATABASE_URL": db_url, "TANDEM_MODEL": model_dir, "PYTHONUNBUFFERED": "1",
            "DJANGO_SETTINGS_MODULE": "tandem.settings", **(extra_env or {})}
     platform = Platform(base_url=f"http://127.0.0.1:{port}", ws_url=f"ws://127.0.0.1:{port}", env=env,
-                        log_dir=log_dir or new_log_dir())
-    platform.procs["web"] = _spawn("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                                           "tandem.asgi:application"], env, platform.log_dir)
+                        log_dir=log_dir or new_log_dir(), web_urls=[f"http://127.0.0.1:{p}" for p in ports])
+    for i, web_port in enumerate(ports):
+        name = "web" if i == 0 else f"web-{i + 1}"
+        platform.procs[name] = _spawn(name, [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(web_port),
+                                             "tandem.asgi:application"], env, platform.log_dir)
     pids = []
     for role, pool, wenv in workers:
         conc = int(wenv.get("CONCURRENCY", "4"))
@@ -120,7 +138,7 @@ def running_platform(*, db_url: str, model_dir: str, workers: list[tuple[str, st
         pids.append(platform.procs[name].pid)
     client = redis.Redis.from_url(env["REDIS_URL"])
     try:
-        wait_for(lambda: _port_open(port), timeout=60, what="daphne", procs=platform.procs,
+        wait_for(lambda: all(_port_open(p) for p in ports), timeout=60, what="daphne", procs=platform.procs,
                  log_dir=platform.log_dir)
         # Every worker, CPU tier included, beats once it is ready to take tasks.
         wait_for(lambda: {w.get("pid") for w in live_workers(client)} >= set(pids), timeout=180,

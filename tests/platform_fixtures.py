@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from urllib.parse import quote
 
 import pytest
@@ -173,3 +174,24 @@ def chat_socket(platform, key: str, origin: str = ORIGIN, visitor: str | None = 
 
 def tokens_of(frames: list[dict], message_id: str) -> list[dict]:
     return [f for f in frames if f["type"] == "token" and f["message"] == message_id]
+
+
+@dataclass
+class WebProcess:
+    """One more daphne process of the session platform (what chat_socket needs of it)."""
+
+    base_url: str
+
+    @property
+    def ws_url(self) -> str:
+        return "ws" + self.base_url.removeprefix("http")
+
+
+@pytest.fixture
+def second_web(platform):
+    """A second daphne process on the session platform's database and Redis, as a
+    deployment's second web replica; stopped after the test."""
+    from devstack.processes import extra_web
+
+    with extra_web(platform) as base_url:
+        yield WebProcess(base_url)

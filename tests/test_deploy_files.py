@@ -260,6 +260,17 @@ def test_worker_services_can_be_scaled():
         assert "ports" not in SERVICES[name], name
 
 
+def test_web_can_be_scaled_behind_the_proxy_with_one_host_port_per_replica():
+    web = SERVICES["web"]
+    assert "container_name" not in web
+    [mapping] = web["ports"]
+    assert "${TANDEM_HTTP_PORT:-8000}" in mapping  # TANDEM_HTTP_PORT=8000-8003 for --scale web=4
+    scaled = mapping.replace("${TANDEM_HTTP_PORT:-8000}", "8000-8003")
+    assert re.fullmatch(r"127\.0\.0\.1:8000-8003:8000", interpolate(scaled)), scaled
+    docs = (ROOT / "docs" / "deploy.md").read_text()
+    assert "--scale web=" in docs and "TANDEM_HTTP_PORT=8000-" in docs
+
+
 def test_all_tandem_services_share_the_model_volume_and_only_prepare_model_writes_it():
     assert "models" in BASE["volumes"]
     for name in ("web", *WORKER_ROLES):

@@ -1,0 +1,106 @@
+"""The sockets benchmark's tables: idle sockets (what each one costs the web process),
+streaming beside them against the engine alone, and a slow client's effect on the others,
+for each number of web processes; then the issue's targets, met or not."""
+
+from __future__ import annotations
+
+from ..machine import measured_on
+from ..report import fmt, heading, table
+
+IDLE_HEADERS = ["web procs", "sockets", "connected", "still open", "refused", "burst s", "RSS start MB",
+                "RSS MB", "KB/socket", "idle CPU %", "Redis conns", "fds"]
+STREAM_HEADERS = ["web procs", "idle open", "chats", "completed", "errors", "TTFT p50", "TTFT p99", "ITL p50",
+                  "ITL p99", "tok/s", "engine tok/s", "ratio", "engine TTFT p50", "Redis conns max/proc"]
+SLOW_HEADERS = ["web procs", "clients", "others' ITL p50", "p99", "with a slow one: p50", "p99", "p99 change %",
+                "others completed"]
+
+
+def _sum(procs: list[dict], key: str):
+    values = [p[key] for p in procs if p.get(key) is not None]
+    return sum(values) if values else None
+
+
+def idle_rows(phase: dict) -> list[list]:
+    rows = []
+    start_rss = _sum(phase["start"], "rss_mb")
+    for lv in phase["idle"]:
+        rows.append([phase["web_processes"], lv["sockets"], lv["connected"], lv["still_open"],
+                     sum(lv["refused"].values()), lv["burst_span_s"], start_rss, _sum(lv["procs"], "rss_mb"),
+                     lv["rss_kb_per_socket"], _sum(lv["procs"], "idle_cpu_percent"),
+                     _sum(lv["procs"], "redis_connections"), _sum(lv["procs"], "open_fds")])
+    return rows
+
+
+def stream_rows(phase: dict) -> list[list]:
+    rows = []
+    for lv in phase["streaming"]:
+        p, e = lv["platform"], lv.get("engine") or {}
+        rows.append([phase["web_processes"], lv["idle_open"], lv["chats"], p["requests"] - p["error_count"],
+                     ",".join(p["errors"]) or "-", p["ttft_ms"]["p50"], p["ttft_ms"]["p99"], p["itl_ms"]["p50"],
+                     p["itl_ms"]["p99"], p["aggregate_tps"], e.get("aggregate_tps"), lv["ratio"],
+                     (e.get("ttft_ms") or {}).get("p50"), lv["redis_connections_max"]])
+    return rows
+
+
+def slow_rows(phase: dict) -> list[list]:
+    s = phase.get("slow")
+    if not s:
+        return []
+    return [[phase["web_processes"], s["clients"], s["without"]["itl_ms"]["p50"], s["without"]["itl_ms"]["p99"],
+             s["with"]["itl_ms"]["p50"], s["with"]["itl_ms"]["p99"], s["p99_change_percent"],
+             f"{s['with']['requests'] - s['with']['error_count']}/{s['with']['requests']}"]]
+
+
+def targets(result: dict) -> list[tuple[str, str, bool | None]]:
+    """(target, measured, met) for the issue's targets this run measured."""
+    out: list[tuple[str, str, bool | None]] = []
+    for ph in result.get("phases", []):
+        w = ph["web_processes"]
+        per = f" ({w} web processes)" if w > 1 else ""
+        if ph["idle"]:
+            top = ph["idle"][-1]
+            out.append((f"{top['sockets']} idle sockets, 100% connected{per}",
+                        f"{top['still_open']}/{top['sockets']}", top["still_open"] == top["sockets"]))
+            kb = top["rss_kb_per_socket"]
+            out.append((f"<= 100 KB RSS per idle socket{per}", f"{fmt(kb)} KB", kb is not None and kb <= 100))
+            cpu = max(p["idle_cpu_percent"] for p in top["procs"])
+            out.append((f"<= 2% of a core idle, per web process{per}", f"{fmt(cpu)} %", cpu <= 2))
+            conns = max(p["redis_connections"] for p in top["procs"])
+            out.append((f"<= 8 Redis connections per web process{per}", str(conns), conns <= 8))
+        rss = max(p["rss_mb"] for p in ph["start"])
+        out.append((f"web RSS <= 150 MB at start{per}", f"{fmt(rss)} MB", rss <= 150))
+        for lv in ph["streaming"]:
+            p = lv["platform"]
+            out.append((f"<= 8 Redis connections per web process, {lv['chats']} chats streaming{per}",
+                        str(lv["redis_connections_max"]), lv["redis_connections_max"] <= 8))
+            if lv["chats"] >= 128:
+                out.append((f"{lv['chats']} concurrent chats: 100% complete{per}",
+                            f"{p['requests'] - p['error_count']}/{p['requests']}", p["error_count"] == 0))
+            if lv["chats"] == 64 and lv["ratio"] is not None:
+                out.append((f"streamed tok/s >= 0.85 x the engine alone at 64{per}", fmt(lv["ratio"], 2),
+                            lv["ratio"] >= 0.85))
+        if ph.get("slow") and ph["slow"]["p99_change_percent"] is not None:
+            ch = ph["slow"]["p99_change_percent"]
+            out.append((f"a slow client changes the others' ITL p99 by <= 10%{per}", f"{fmt(ch)} %",
+                        abs(ch) <= 10))
+    return out
+
+
+def report(result: dict) -> None:
+    print()
+    print(measured_on(result["machine"]))
+    cfg = result.get("config", {})
+    print(f"\nModel {cfg.get('model')}, {cfg.get('max_output_tokens')} output tokens per reply, decode slots "
+          f"{cfg.get('decode_slots')}; times in ms; tok/s = streamed output tokens per second, all clients")
+    phases = result.get("phases", [])
+    heading("Idle sockets (opened in a burst; KB/socket = RSS growth / sockets still open)")
+    print(table(IDLE_HEADERS, [r for ph in phases for r in idle_rows(ph)]))
+    heading("Streaming beside the idle sockets, against the engine alone at the same concurrency")
+    print(table(STREAM_HEADERS, [r for ph in phases for r in stream_rows(ph)], digits=1))
+    heading("One slow client (one frame a second) among the others")
+    print(table(SLOW_HEADERS, [r for ph in phases for r in slow_rows(ph)]))
+    checks = targets(result)
+    if checks:
+        heading("Targets")
+        print(table(["target", "measured", "met"],
+                    [[t, m, "-" if ok is None else ("yes" if ok else "NO")] for t, m, ok in checks]))
