@@ -25,7 +25,7 @@ from tenants import quotas
 from tenants.access import access_owned
 from tenants.models import Tenant
 
-from . import ownership, services
+from . import responder, services
 from .models import Conversation, Message
 from .sampling import sampling_for_tandem
 
@@ -36,12 +36,12 @@ PRIORITY_DROP = 5
 def draft_request(*, tenant: Tenant, conversation_id, agent) -> tuple[Message, bool]:
     """Start a draft of the reply to the visitor's newest message: (its queued Message,
     whether a worker serves the tenant's pool now). Raises NotFound (not the tenant's),
-    ownership.NotYours (not this agent's conversation), InvalidInput (nothing to answer)
+    responder.NotYours (not this agent's conversation), InvalidInput (nothing to answer)
     or services.QuotaRefused."""
     tenant = Tenant.objects.select_related("quota").get(pk=tenant.pk)  # quotas as they are now
     conversation = access_owned(Conversation, "conversation", tenant=tenant, pk=conversation_id)
     if not (conversation.handoff == Conversation.Handoff.HUMAN and conversation.assignee_id == agent.pk):
-        raise ownership.NotYours()
+        raise responder.NotYours()
     quota = tenant.quota
     history = services.prompt_history(conversation, max_prompt_tokens=quota.max_prompt_tokens)
     while history and history[-1]["role"] != Message.Role.USER:
@@ -74,7 +74,7 @@ def draft_request(*, tenant: Tenant, conversation_id, agent) -> tuple[Message, b
         with transaction.atomic():
             draft = Message.objects.create(id=request_id, conversation=conversation, role=Message.Role.DRAFT,
                                            status=Message.Status.QUEUED, author=agent,
-                                           author_name=ownership.display_name(agent))
+                                           author_name=responder.display_name(agent))
     except BaseException:
         quotas.release(client, tenant_id=tenant.pk, request_id=request_id)
         pipeline.request_stored(request_id=request_id, committed=False)

@@ -35,7 +35,7 @@ class Conversation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    # Who answers: the assistant, or a person (tandem.chat.ownership changes it, atomically).
+    # Who answers: the assistant, or a person (tandem.chat.responder changes it, atomically).
     class Handoff(models.TextChoices):
         BOT = "bot"
         PENDING_HUMAN = "pending_human"
@@ -191,7 +191,7 @@ class OfflineMessage(models.Model):
     email = models.EmailField(max_length=254)
     text = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
-    # The agent's answer, sent to `email` from the inbox (ownership.offline_message_answer).
+    # The agent's answer, sent to `email` from the inbox (responder.offline_message_answer).
     answer = models.TextField(blank=True, default="")
     answered_at = models.DateTimeField(null=True, blank=True)
     answered_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,

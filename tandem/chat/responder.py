@@ -14,7 +14,7 @@ request in Redis, no UsageRecord. Agents' messages and notes are Message rows wi
 `author`; they count against no model quota.
 
 Every change is published on commit to the conversation's live events
-(`inference.wire.events`), which the widget socket and the agents' sockets tail."""
+(`tandem.chat.events`), which the widget socket and the agents' sockets tail."""
 
 from __future__ import annotations
 
@@ -26,11 +26,10 @@ from django.utils import timezone
 
 from inference.text import handover
 from inference.text.validation import InvalidInput, clean_user_text
-from inference.wire import events
 from inference.wire.connections import get_redis
 from tenants import audit
 
-from . import assignment
+from . import assignment, events
 from .assignment import display_name
 from .models import Conversation, Message, OfflineMessage
 

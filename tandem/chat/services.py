@@ -24,7 +24,7 @@ from tenants.access import NotFound, access_list, access_owned  # noqa: F401 - N
 from tenants.models import ApiKey, Tenant
 from tenants.services import api_key_refresh
 
-from . import ownership
+from . import responder
 from .limits import refusal_text, widget_subjects
 from .models import Conversation, Message
 from .sampling import sampling_for_tandem
@@ -191,7 +191,7 @@ def chat_submit(
     if conversation:
         conversation_check_length(conversation, adding=len(cleaned) + 1)
         # A person owns it: stored for them, no model call (HeldForPerson).
-        ownership.hold_if_with_person(conversation=conversation, text=cleaned[-1][1])
+        responder.hold_if_with_person(conversation=conversation, text=cleaned[-1][1])
     history = (prompt_history(conversation, max_prompt_tokens=api_key.tenant.quota.max_prompt_tokens)
                if conversation else [])
     request_id = uuid.uuid4()
@@ -213,7 +213,7 @@ def chat_submit(
             # for retrieval (one query, with the settings it needs in the spec).
             system_prompt=tenant.system_prompt, max_prompt_tokens=quota.max_prompt_tokens,
             prompt_messages=history + [{"role": role, "content": text} for role, text in cleaned],
-            **ownership.handover_spec(tenant=tenant, channel=channel),
+            **responder.handover_spec(tenant=tenant, channel=channel),
             retrieval=retrieval_spec(tenant),
         )
         checked = key_version is not None and attempt < 2  # the last try reads and admits unchecked

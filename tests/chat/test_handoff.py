@@ -1,4 +1,4 @@
-"""Handing a conversation to a person (tandem.chat.ownership): the owner's state machine,
+"""Handing a conversation to a person (tandem.chat.responder): the owner's state machine,
 atomic claims, and a visitor's messages while a person owns the conversation — stored
 for them, nothing sent to the model tiers. Real database and Redis; the CPU tier's hop
 runs in-process for the "asks in words" case."""
@@ -24,7 +24,7 @@ from inference.wire.connections import get_redis
 from inference.wire.spec import RequestSpec, Sampling
 from inference.wire.spec import save as spec_save
 from knowledge.selectors import retrieval_spec
-from tandem.chat import assignment, ownership, services
+from tandem.chat import assignment, responder, services
 from tandem.chat.models import Conversation, Message, OfflineMessage
 from tandem.chat.visitors import visitor_establish
 from tenants.models import ApiKey, Membership, UsageRecord
@@ -82,19 +82,19 @@ def at_the_same_moment(*actions) -> list:
 
 def test_two_agents_claiming_at_the_same_moment_make_exactly_one_owner(site):
     conv = site[3]
-    ownership.handoff_request(conversation=conv, reason="button")
+    responder.handoff_request(conversation=conv, reason="button")
 
     def claim(agent):
         def act(go):
             mine = Conversation.objects.get(pk=conv.pk)  # each agent's own read
             go()
-            ownership.conversation_claim(conversation=mine, agent=agent)
+            responder.conversation_claim(conversation=mine, agent=agent)
             return agent
         return act
 
     results = at_the_same_moment(*(claim(a) for a in (UserFactory(), UserFactory())))
     won = [r for r in results if not isinstance(r, Exception)]
-    lost = [r for r in results if isinstance(r, ownership.Taken)]
+    lost = [r for r in results if isinstance(r, responder.Taken)]
     assert len(won) == 1 and len(lost) == 1
     conv.refresh_from_db()
     assert conv.handoff == H.HUMAN and conv.assignee == won[0]
@@ -104,9 +104,9 @@ def test_two_agents_claiming_at_the_same_moment_make_exactly_one_owner(site):
 def test_while_a_person_owns_it_a_visitor_message_reaches_the_inbox_and_nothing_is_prefilled(site, redis_client):
     tenant, _, _, conv = site
     agent = UserFactory()
-    ownership.conversation_claim(conversation=conv, agent=agent)
+    responder.conversation_claim(conversation=conv, agent=agent)
     before = request_keys(redis_client)
-    with pytest.raises(ownership.HeldForPerson) as held:
+    with pytest.raises(responder.HeldForPerson) as held:
         send(site, "Are you still there?")
     msg = held.value.message
     assert Message.objects.get(pk=msg.pk).content == "Are you still there?"
@@ -121,13 +121,13 @@ def test_while_a_person_owns_it_a_visitor_message_reaches_the_inbox_and_nothing_
 def test_an_agent_replies_only_once_they_own_it_and_notes_never_reach_a_prompt(site):
     conv = site[3]
     agent, other = UserFactory(first_name="Maya"), UserFactory()
-    with pytest.raises(ownership.NotYours):
-        ownership.agent_message(conversation=conv, agent=agent, text="Hello")
-    ownership.conversation_claim(conversation=conv, agent=agent)
-    with pytest.raises(ownership.NotYours):
-        ownership.agent_message(conversation=conv, agent=other, text="Me too")
-    reply = ownership.agent_message(conversation=conv, agent=agent, text="Hi, Maya here.")
-    ownership.agent_message(conversation=conv, agent=other, text="VIP customer", note=True)
+    with pytest.raises(responder.NotYours):
+        responder.agent_message(conversation=conv, agent=agent, text="Hello")
+    responder.conversation_claim(conversation=conv, agent=agent)
+    with pytest.raises(responder.NotYours):
+        responder.agent_message(conversation=conv, agent=other, text="Me too")
+    reply = responder.agent_message(conversation=conv, agent=agent, text="Hi, Maya here.")
+    responder.agent_message(conversation=conv, agent=other, text="VIP customer", note=True)
     assert reply.author == agent and reply.author_name == "Maya"
     conv.refresh_from_db()
     assert conv.first_human_reply_at is not None
@@ -138,9 +138,9 @@ def test_an_agent_replies_only_once_they_own_it_and_notes_never_reach_a_prompt(s
 
 def test_after_resolve_the_next_visitor_message_goes_back_to_the_bot(site, redis_client):
     conv = site[3]
-    ownership.conversation_claim(conversation=conv, agent=UserFactory())
-    assert ownership.conversation_resolve(conversation=conv)
-    assert not ownership.conversation_resolve(conversation=conv)  # once
+    responder.conversation_claim(conversation=conv, agent=UserFactory())
+    assert responder.conversation_resolve(conversation=conv)
+    assert not responder.conversation_resolve(conversation=conv)  # once
     sub = send(site, "One more question")
     conv.refresh_from_db()
     assert conv.handoff == H.BOT
@@ -165,7 +165,7 @@ def test_asking_for_a_person_in_words_hands_over_in_the_cpu_tier_without_a_model
     assert conv.handoff == H.PENDING_HUMAN and conv.handoff_reason == "words"
     assert not UsageRecord.objects.filter(tenant=tenant).exists()
     # The next message waits for the person, too.
-    with pytest.raises(ownership.HeldForPerson):
+    with pytest.raises(responder.HeldForPerson):
         send(site, "Hello?")
 
 
@@ -173,7 +173,7 @@ def test_a_tenant_that_turns_the_words_off_keeps_the_bot(site):
     tenant, _, _, conv = site
     tenant.handover_patterns = "-"
     tenant.save()
-    spec = ownership.handover_spec(tenant=tenant, channel="widget")
+    spec = responder.handover_spec(tenant=tenant, channel="widget")
     from inference.text.handover import asks_for_person
     assert not asks_for_person("talk to a human", spec["handover_patterns"])
 
@@ -181,11 +181,11 @@ def test_a_tenant_that_turns_the_words_off_keeps_the_bot(site):
 def test_a_transcript_keeps_the_order_messages_were_written_in_whatever_their_clocks_say(site):
     tenant, _, visitor, conv = site
     agent = UserFactory(first_name="Maya")
-    ownership.conversation_claim(conversation=conv, agent=agent)
-    with pytest.raises(ownership.HeldForPerson):
+    responder.conversation_claim(conversation=conv, agent=agent)
+    with pytest.raises(responder.HeldForPerson):
         send(site, "1 my parcel")
-    ownership.agent_message(conversation=conv, agent=agent, text="2 let me look")
-    with pytest.raises(ownership.HeldForPerson):
+    responder.agent_message(conversation=conv, agent=agent, text="2 let me look")
+    with pytest.raises(responder.HeldForPerson):
         send(site, "3 thanks")
     rows = list(Message.objects.filter(conversation=conv).order_by("seq"))
     # Written in one second (a tie), and the last one on a host whose clock is behind.
@@ -208,19 +208,19 @@ def test_a_transcript_keeps_the_order_messages_were_written_in_whatever_their_cl
 def test_two_agents_reassigning_at_the_same_moment_make_exactly_one_owner(site):
     conv = site[3]
     first, *others = [UserFactory(), UserFactory(), UserFactory()]
-    ownership.conversation_claim(conversation=conv, agent=first)
+    responder.conversation_claim(conversation=conv, agent=first)
 
     def assign(to):
         def act(go):
             mine = Conversation.objects.get(pk=conv.pk)  # both saw `first` as the owner
             go()
-            ownership.conversation_assign(conversation=mine, to=to, by=to)
+            responder.conversation_assign(conversation=mine, to=to, by=to)
             return to
         return act
 
     results = at_the_same_moment(*(assign(a) for a in others))
     won = [r for r in results if not isinstance(r, Exception)]
-    assert len(won) == 1 and sum(isinstance(r, ownership.Stale) for r in results) == 1
+    assert len(won) == 1 and sum(isinstance(r, responder.Stale) for r in results) == 1
     conv.refresh_from_db()
     assert conv.assignee == won[0]
 
@@ -259,12 +259,12 @@ def test_with_an_agent_online_the_hand_over_is_not_offline(site, redis_client):
     agent = UserFactory()
     Membership.objects.create(user=agent, tenant=tenant, role=Membership.Role.AGENT)
     assignment.presence_set(tenant=tenant, agent=agent, status="online")
-    ownership.handoff_request(conversation=conv, reason="button")
+    responder.handoff_request(conversation=conv, reason="button")
     with pytest.raises(InvalidInput):  # a conversation the bot has is not an offline one
-        ownership.offline_message_leave(conversation=Conversation.objects.create(
+        responder.offline_message_leave(conversation=Conversation.objects.create(
             tenant=tenant, channel="widget", visitor_id="v"), email="a@b.test", text="hi")
     with pytest.raises(InvalidInput, match="valid e-mail"):  # longer than the column: a 4xx, not a 500
-        ownership.offline_message_leave(conversation=conv, email="a" * 250 + "@b.test", text="hi")
+        responder.offline_message_leave(conversation=conv, email="a" * 250 + "@b.test", text="hi")
     last = [e for _, e in redis_client.xrange(keys.conversation_events(str(conv.pk)))][-1]
     assert b'"pending_human"' in last[b"e"] and b"offline" not in last[b"e"]  # what the widget hears
 
@@ -340,7 +340,7 @@ def unserved_request(tenant, text: str) -> RequestSpec:
                        conversation_id=str(conversation.pk), channel="widget", sampling=Sampling(max_tokens=8),
                        prefill_pool=pool, decode_pool=pool, max_prompt_tokens=1536,
                        prompt_messages=[{"role": "user", "content": text}], retrieval=retrieval_spec(tenant),
-                       **ownership.handover_spec(tenant=tenant, channel="widget"))
+                       **responder.handover_spec(tenant=tenant, channel="widget"))
     spec_save(get_redis(), spec)
     request_stored(request_id=spec.request_id, committed=True)
     return spec
@@ -390,11 +390,11 @@ def test_round_robin_and_an_agent_claiming_at_the_same_moment_make_exactly_one_o
     def claim(go):
         mine = Conversation.objects.get(pk=conv.pk)
         go()
-        ownership.conversation_claim(conversation=mine, agent=claimer)
+        responder.conversation_claim(conversation=mine, agent=claimer)
         return claimer
 
     results = at_the_same_moment(round_robin, claim)
-    assert all(r is None or isinstance(r, (ownership.Taken, type(claimer))) for r in results), results
+    assert all(r is None or isinstance(r, (responder.Taken, type(claimer))) for r in results), results
     conv.refresh_from_db()
     winners = [w for w in results if w is not None and not isinstance(w, Exception)]
     assert len(winners) == 1 and conv.handoff == H.HUMAN and conv.assignee == winners[0]

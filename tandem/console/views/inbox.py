@@ -1,6 +1,6 @@
 """Tenant → Inbox: the conversations handed to a person, for agents, admins and owners
 (Can.INBOX). Claim, assign, reply, internal notes and resolve are POSTs to
-tandem.chat.ownership, the agent's online / away toggle to tandem.chat.assignment (and
+tandem.chat.responder, the agent's online / away toggle to tandem.chat.assignment (and
 every inbox page is a presence heartbeat);
 the live transcript and typing come over the agent socket (tandem.console.agent_socket).
 Another tenant's conversation id is a 404 like a missing one (views/base.tenant_page)."""
@@ -14,7 +14,7 @@ from django.http import JsonResponse
 from django.shortcuts import redirect
 
 from inference.text.validation import InvalidInput
-from tandem.chat import assignment, ownership
+from tandem.chat import assignment, responder
 from tandem.chat import inbox as chat_inbox
 from tandem.chat.models import Conversation, OfflineMessage
 from tenants.access import NotFound
@@ -84,23 +84,23 @@ def inbox_action(request, access, conv, action):
     status, text = 200, ""
     try:
         if action == "claim":
-            ownership.conversation_claim(conversation=conv, agent=request.user)
+            responder.conversation_claim(conversation=conv, agent=request.user)
             text = "You are answering this conversation."
         elif action == "assign":
             to = assignment.agent_get(tenant=access.tenant, user_id=request.POST.get("agent"))
-            ownership.conversation_assign(conversation=conv, to=to, by=request.user)
+            responder.conversation_assign(conversation=conv, to=to, by=request.user)
             text = f"Assigned to {assignment.display_name(to)}."
         elif action == "resolve":
-            if not ownership.conversation_resolve(conversation=conv):
+            if not responder.conversation_resolve(conversation=conv):
                 status, text = 409, "This conversation is not with a person."
             else:
                 text = "Resolved: the assistant answers the visitor's next message."
         else:
-            msg = ownership.agent_message(conversation=conv, agent=request.user,
+            msg = responder.agent_message(conversation=conv, agent=request.user,
                                           text=request.POST.get("text", ""), note=action == "note")
             if _wants_json(request):
-                return JsonResponse({"ok": True, "message": ownership.message_event(msg)})
-    except (ownership.Taken, ownership.NotYours, ownership.Stale) as exc:
+                return JsonResponse({"ok": True, "message": responder.message_event(msg)})
+    except (responder.Taken, responder.NotYours, responder.Stale) as exc:
         status, text = 409, str(exc)
     except NotFound:
         status, text = 400, "Choose an agent of this tenant who may use the inbox."
@@ -115,10 +115,10 @@ def inbox_action(request, access, conv, action):
 
 @tenant_page(methods=("POST",), objects=OFFLINE, **INBOX)
 def inbox_offline_answer(request, access, offline):
-    """Answer an offline message by e-mail (ownership.offline_message_answer)."""
+    """Answer an offline message by e-mail (responder.offline_message_answer)."""
     try:
-        ownership.offline_message_answer(offline=offline, agent=request.user, text=request.POST.get("text", ""))
-    except (InvalidInput, ownership.AlreadyAnswered) as exc:
+        responder.offline_message_answer(offline=offline, agent=request.user, text=request.POST.get("text", ""))
+    except (InvalidInput, responder.AlreadyAnswered) as exc:
         messages.error(request, str(exc))
     except Exception:  # the mail server refused or is down: nothing was sent, say so
         log.exception("answering offline message %s failed", offline.pk)
