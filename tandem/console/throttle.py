@@ -3,15 +3,22 @@
 rest of the window without checking the password (so guessing cannot go on, and the
 answer does not tell whether the password was right). Counters live in Redis, so every
 web process shares them, and expire on their own; a successful sign-in clears the
-username's counter."""
+username's counter.
+
+A username is counted as Django authenticates it (NFKC-normalised, as its form and
+`normalize_username` do), so look-alikes such as a full-width "ｓ" count with the
+plain name; the address is the client's through the platform's trusted-proxy rule
+(tandem.net), so behind the proxy every client is not one address."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import unicodedata
 
 import redis
 
+from ..net import client_ip
 from .workers import redis_client
 
 WINDOW_S = 15 * 60
@@ -22,14 +29,20 @@ PREFIX = "tandem:console:signin-failures"
 log = logging.getLogger(__name__)
 
 
+def normalise_username(username: str) -> str:
+    """The name Django looks up (NFKC, as django.contrib.auth's UsernameField), folded
+    to lower case: every spelling that can reach one account counts as one."""
+    return unicodedata.normalize("NFKC", username).strip().lower()
+
+
 def _keys(username: str, address: str) -> list[str]:
     # Hashed: a username typed into the form is not stored as it was typed.
-    name = hashlib.sha256(username.strip().lower().encode()).hexdigest()[:32]
+    name = hashlib.sha256(normalise_username(username).encode()).hexdigest()[:32]
     return [f"{PREFIX}:user:{name}", f"{PREFIX}:addr:{address}"]
 
 
 def client_address(request) -> str:
-    return request.META.get("REMOTE_ADDR") or "unknown"
+    return client_ip(request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR")) or "unknown"
 
 
 def retry_after_s(*, username: str, address: str) -> int:
