@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import weakref
 
 import redis
@@ -16,10 +17,16 @@ def redis_url() -> str:
     return settings.REDIS_URL
 
 
+def client_name() -> str:
+    """The name this process's connections carry (`CLIENT LIST`), so an operator, a test
+    or a benchmark can count a process's connections."""
+    return f"tandem-{os.getpid()}"
+
+
 @functools.cache
 def get_redis() -> redis.Redis:
     """The process's shared client (one connection pool, thread-safe)."""
-    return redis.Redis.from_url(settings.REDIS_URL, health_check_interval=30)
+    return redis.Redis.from_url(settings.REDIS_URL, health_check_interval=30, client_name=client_name())
 
 
 def new_redis() -> redis.Redis:
@@ -42,6 +49,6 @@ def async_redis() -> aioredis.Redis:
     if client is None:
         pool = aioredis.BlockingConnectionPool.from_url(
             settings.REDIS_URL, max_connections=settings.TANDEM_WEB_REDIS_CONNECTIONS,
-            timeout=settings.TANDEM_WEB_REDIS_WAIT_S, health_check_interval=30)
+            timeout=settings.TANDEM_WEB_REDIS_WAIT_S, health_check_interval=30, client_name=client_name())
         client = _async[loop] = aioredis.Redis(connection_pool=pool)
     return client

@@ -117,8 +117,8 @@ class StreamReader:
     `commands` is the short-command client (bounded, waiting pool) used for catch-up
     reads, wake-ups and leases."""
 
-    def __init__(self, url: str, commands: aioredis.Redis, *, block_ms: int = BLOCK_MS):
-        self.url, self.commands, self.block_ms = url, commands, block_ms
+    def __init__(self, url: str, commands: aioredis.Redis, *, block_ms: int = BLOCK_MS, name: str | None = None):
+        self.url, self.commands, self.block_ms, self.name = url, commands, block_ms, name
         self.followers: dict[str, set[Follower]] = {}
         self.wake_key = f"tandem:reader:{uuid.uuid4().hex}:wake"
         self._wake_cursor = "0-0"
@@ -196,7 +196,7 @@ class StreamReader:
                     # for, and its read timeout must outlast the block.
                     conn = aioredis.Redis.from_url(
                         self.url, single_connection_client=True,
-                        socket_timeout=self.block_ms / 1000 + 10, socket_keepalive=True)
+                        socket_timeout=self.block_ms / 1000 + 10, socket_keepalive=True, client_name=self.name)
                 streams = self._cursors()
                 if not streams:
                     self._has_keys.clear()
@@ -263,11 +263,11 @@ _readers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, StreamReader] = w
 
 def loop_reader() -> StreamReader:
     """The running event loop's reader (clients and tasks are bound to their loop)."""
-    from .connections import async_redis, redis_url
+    from .connections import async_redis, client_name, redis_url
 
     loop = asyncio.get_running_loop()
     reader = _readers.get(loop)
     if reader is None:
-        reader = _readers[loop] = StreamReader(redis_url(), async_redis())
+        reader = _readers[loop] = StreamReader(redis_url(), async_redis(), name=client_name())
     return reader
 

@@ -183,6 +183,7 @@ export class App {
     const url = new URL(`${this.base}/ws/chat/`, location.href);
     url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
     url.searchParams.set("key", this.key);
+    url.searchParams.set("batch", "1"); // token frames may carry several tokens (`count`)
     this.socketVisitor = this.store.visitor;
     if (this.socketVisitor) url.searchParams.set("visitor", this.socketVisitor);
     if (this.user) {
@@ -478,8 +479,9 @@ export class App {
     if (!m || FINAL.has(m.status) || !Number.isInteger(f.index)) return;
     if (f.index <= m.index) return; // had it already (a resume overlaps what was seen)
     if (f.index !== m.index + 1) { this.resume(m); return; } // a gap: ask from what we have
+    const count = Number.isInteger(f.count) && f.count > 0 ? f.count : 1; // consecutive tokens in one frame
     m.text += typeof f.text === "string" ? f.text : "";
-    m.index = f.index;
+    m.index = f.index + count - 1;
     m.status = "decoding";
     this.store.setPending(m.id, m.index, m.text);
     if (m === this.active && m.text) this.view.setStatus(null);
