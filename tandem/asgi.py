@@ -41,7 +41,9 @@ application = ProtocolTypeRouter(
 )
 
 # Load the tokenizer (quota admission counts tokens) before the first request, so that
-# request does not pay for importing transformers.
+# request does not pay for reading it. It is the Rust `tokenizers` library and a Jinja
+# chat template: this process never imports torch or transformers (an import-linter
+# contract and tests/test_web_tier_is_lean.py hold it to that).
 if os.environ.get("TANDEM_WARM_TOKENIZER", "1") == "1":
     from inference.text.tokenizer import get_tokenizer  # noqa: E402
 

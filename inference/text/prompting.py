@@ -6,6 +6,11 @@ the conversation is longer than the window. The caller (the CPU tier) supplies t
 tenant's system prompt, the passages retrieved for the message (best first) and the
 history; what a tenant, an article or a message *is* is not known here.
 
+The tokenizer is the CPU tier's `inference.text.tokenizer.get_tokenizer()`: the model's
+tokenizer.json through the `tokenizers` library and its chat template rendered by
+`inference.text.chat_template`, the same renderer the web tier counts with, so both
+tiers agree; a transformers tokenizer gives the same ids (tested token for token).
+
 Layout: one system message holding the system prompt, then (when the tenant has
 knowledge on) the grounding instruction and the knowledge section, then the history.
 Everything up to the first passage is the same for every request of a tenant, so it
