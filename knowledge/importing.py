@@ -19,18 +19,24 @@ from .services import MAX_BODY_CHARS, ArticleInput, KnowledgeInputError
 
 FORMAT_OF = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".html": "html", ".htm": "html"}
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
-MAX_FILES = 2000
+# One import's articles, whatever its format: a zip's files or a JSONL file's records.
+# Checked on the parsed count, before anything is cleaned or a transaction opens.
+MAX_ARTICLES = 2000
+MAX_FILES = MAX_ARTICLES
 MAX_UNPACKED_BYTES = 100 * 1024 * 1024
 MAX_FILE_BYTES = MAX_BODY_CHARS * 4  # UTF-8: at most 4 bytes a character
 
 
 def parse_jsonl(data: bytes, *, field: str = "file") -> list[ArticleInput]:
-    """One JSON object a line: {"title", "body", "format"?, "url"?, "tags"?, "source"?}."""
-    text = _decode(data, field)
+    """One JSON object a line: {"title", "body", "format"?, "url"?, "tags"?, "source"?};
+    at most MAX_ARTICLES of them, counted before any line is parsed."""
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise KnowledgeInputError(field, f"the file is over {MAX_UPLOAD_BYTES // 2**20} MiB.")
+    lines = [(n, line) for n, line in enumerate(_decode(data, field).split("\n"), 1) if line.strip()]
+    if len(lines) > MAX_ARTICLES:
+        raise KnowledgeInputError(field, f"the file holds {len(lines)} articles; the limit is {MAX_ARTICLES}.")
     items = []
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
+    for lineno, line in lines:
         label = f"{field}[{len(items)}]"
         try:
             obj = json.loads(line)
