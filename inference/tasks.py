@@ -44,7 +44,7 @@ def preprocess_within_budget(request_id: str) -> None:
     worker takes the next request (Celery's time limits do not apply to a solo pool)."""
     from django.conf import settings
 
-    from .pipeline import handoff
+    from .pipeline import rendezvous
     from .pipeline.cpu import preprocess_request
     from .wire.connections import get_redis
     from .worker.budget import BudgetExceeded, time_budget
@@ -53,7 +53,7 @@ def preprocess_within_budget(request_id: str) -> None:
         with time_budget(settings.TANDEM_CPU_TIME_BUDGET_S):
             preprocess_request(request_id)
     except BudgetExceeded:
-        handoff.report(get_redis(), request_id, handoff.cpu_failed(*CPU_TIME_EXCEEDED))
+        rendezvous.report(get_redis(), request_id, rendezvous.cpu_failed(*CPU_TIME_EXCEEDED))
 
 
 @shared_task(name=broker.PREFILL, acks_late=True, ignore_result=True)

@@ -89,7 +89,7 @@ def monitor_timeline(lines: list[tuple[float, str]], trace: Trace) -> dict:
     rid = trace.request_id
     if not rid:
         return {}
-    spec_key, stream_key, handoff_key = keys.request(rid), keys.stream(rid), keys.handoff(rid)
+    spec_key, stream_key, handoff_key = keys.request(rid), keys.stream(rid), keys.rendezvous(rid)
     marks: dict[str, float] = {}
     gets = sets = 0
     for t, line in lines:

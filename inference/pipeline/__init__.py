@@ -1,4 +1,4 @@
 """The request lifecycle across tiers, one module per hop: web `submit` → CPU tier
-(`cpu`) → the `handoff` between them → `prefill` → `decode` (or `colocated` for both),
+(`cpu`) → the `rendezvous` between them → `prefill` → `decode` (or `colocated` for both),
 with `follower` streaming a sequence's tokens and `outcomes` writing how a reply ended.
 Each hop sends the next by task name (`wire.broker`), never by importing `tasks`."""

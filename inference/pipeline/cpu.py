@@ -8,7 +8,7 @@ system prompt, its prompt limit, its retrieval settings and the conversation): t
 database read on the way to the first token is retrieval, a single indexed query scoped
 to the tenant (`knowledge.selectors.retrieve`), and none when the tenant has it off. The web tier enqueues the request before it stores the message rows, so it
 builds the prompt while they are written; the request goes on (or fails) once both are
-done, by whichever of the two tiers finishes second (`handoff`)."""
+done, by whichever of the two tiers finishes second (`rendezvous`)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from ..wire import broker, streams
 from ..wire.connections import get_redis
 from ..wire.spec import RequestSpec, load_with_cancel, save
 from ..worker.budget import disarm
-from . import handoff, outcomes
+from . import outcomes, rendezvous
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def preprocess_request(request_id: str) -> str | None:
     if spec is not None and spec.prompt_token_ids:
         # Redelivered (the worker died after storing the prompt, before acking): prefill
         # has it unless the worker died before the send, which the hand-off can tell.
-        handoff.send_if_lost(client, request_id)
+        rendezvous.send_if_lost(client, request_id)
         return None
     failure, prompt = None, None
     if spec is None:
@@ -54,7 +54,7 @@ def preprocess_request(request_id: str) -> str | None:
             system_prompt, history = prompt_parts(spec)
             if handover.asks_for_person(history[-1]["content"], spec.handover_patterns):
                 # No prompt, no model call: the reply is the hand-over (pipeline.outcomes).
-                handoff.report(client, request_id, handoff.cpu_failed(
+                rendezvous.report(client, request_id, rendezvous.cpu_failed(
                     outcomes.HANDOVER, spec.handover_text or handover.DEFAULT_TEXT))
                 return None
             hits = _knowledge_hits(spec, history)
@@ -62,7 +62,7 @@ def preprocess_request(request_id: str) -> str | None:
                 # The knowledge has nothing above the tenant's minimum score: a person
                 # answers rather than the model guessing (a failed read, None, does not
                 # count: that is an outage, not an unanswerable question).
-                handoff.report(client, request_id, handoff.cpu_failed(
+                rendezvous.report(client, request_id, rendezvous.cpu_failed(
                     outcomes.HANDOVER_UNGROUNDED, spec.handover_text or handover.DEFAULT_TEXT))
                 return None
             hits = hits or []
@@ -81,7 +81,7 @@ def preprocess_request(request_id: str) -> str | None:
     # (or fails) once both the rows and the prompt are done, by whichever comes second.
     disarm()  # the request's own work is done: its time budget (tasks) ends before the reports
     if failure:
-        handoff.report(client, request_id, handoff.cpu_failed(*failure))
+        rendezvous.report(client, request_id, rendezvous.cpu_failed(*failure))
         return None
     spec.prompt_token_ids = prompt.token_ids
     # Visitor-written text is never shared across conversations (inference.text.cache_scope).
@@ -100,9 +100,9 @@ def preprocess_request(request_id: str) -> str | None:
         save(pipe, spec)
         streams.append(pipe, request_id, [streams.status_record("prefilling", f"queued on {queue}")])
 
-    done = handoff.report(client, request_id, handoff.cpu_ready(
+    done = rendezvous.report(client, request_id, rendezvous.cpu_ready(
         task=task, queue=queue, priority=broker.broker_priority(spec.priority)), state)
-    if done == handoff.SENT:
+    if done == rendezvous.SENT:
         # The rows are committed (this report completed the pair). Written after the
         # send, off the way to the first token. When the web tier's commit completes the
         # pair instead, the status goes from "queued" straight to "decoding".

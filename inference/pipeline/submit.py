@@ -10,7 +10,7 @@ from ..wire import broker, keys, worker_ownership
 from ..wire.connections import get_redis
 from ..wire.spec import REQUEST_TTL_S, RequestSpec
 from ..wire.streams import LISTENER_TTL_S
-from . import handoff
+from . import rendezvous
 
 
 def request_keys(spec: RequestSpec) -> dict[str, tuple[str, float]]:
@@ -37,7 +37,7 @@ def request_enqueue(*, spec: RequestSpec) -> None:
     caller stores the message rows: the CPU tier builds the prompt from the spec alone,
     so the web tier's INSERTs and COMMIT run while it works instead of before it. The
     caller must then report the outcome with `request_stored`; the request goes on (or
-    fails) only once both the commit and the prompt are done (see `handoff`), so no tier
+    fails) only once both the commit and the prompt are done (see `rendezvous`), so no tier
     ever looks for a message row that is not yet visible."""
     broker.send(broker.PREPROCESS, [spec.request_id], queue=broker.queue_name("cpu", ""),
                 priority=broker.broker_priority(spec.priority))
@@ -46,7 +46,7 @@ def request_enqueue(*, spec: RequestSpec) -> None:
 def request_stored(*, request_id: str, committed: bool) -> None:
     """The web tier's report: the request's message rows committed (or were rolled
     back, and the request is dropped without touching the database)."""
-    handoff.report(get_redis(), request_id, handoff.web_report(committed))
+    rendezvous.report(get_redis(), request_id, rendezvous.web_report(committed))
 
 
 def request_cancel(*, request_id: str, client=None) -> None:

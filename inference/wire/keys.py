@@ -24,8 +24,8 @@ def listener(request_id: str) -> str:
     return f"{PREFIX}:listen:{request_id}"
 
 
-def handoff(request_id: str) -> str:
-    return f"{PREFIX}:handoff:{request_id}"
+def rendezvous(request_id: str) -> str:
+    return f"{PREFIX}:rendezvous:{request_id}"
 
 
 def owner(request_id: str) -> str:

@@ -239,7 +239,7 @@ def chat_submit(
     try:
         # Enqueued before the rows are written: the CPU tier prepares the prompt while
         # they are; the request goes on once both are done, by whichever finishes second
-        # (the commit is reported below; see inference.pipeline.handoff).
+        # (the commit is reported below; see inference.pipeline.rendezvous).
         pipeline.request_enqueue(spec=spec)
         with transaction.atomic():
             if conversation is None:

@@ -175,12 +175,12 @@ def test_a_bad_request_is_failed_by_the_web_tiers_report_when_it_commits_last(po
 
 
 def test_a_repeated_report_never_sends_the_request_on_twice(pool):
-    from inference.pipeline import handoff
+    from inference.pipeline import rendezvous
 
     spec = make_spec(pool, [{"role": "user", "content": "Hello"}])  # the web tier reported first
-    ready = handoff.cpu_ready(task=broker.PREFILL, queue=f"prefill.{pool}", priority=4)
-    handoff.report(get_redis(), spec.request_id, ready)
-    handoff.report(get_redis(), spec.request_id, ready)  # a redelivered task's report
+    ready = rendezvous.cpu_ready(task=broker.PREFILL, queue=f"prefill.{pool}", priority=4)
+    rendezvous.report(get_redis(), spec.request_id, ready)
+    rendezvous.report(get_redis(), spec.request_id, ready)  # a redelivered task's report
     request_stored(request_id=spec.request_id, committed=True)  # and a repeated web report
     assert queued(pool) == 1
 
@@ -188,7 +188,7 @@ def test_a_repeated_report_never_sends_the_request_on_twice(pool):
 def test_a_request_whose_worker_died_before_sending_it_on_is_sent_by_the_redelivered_task(pool):
     import json
 
-    from inference.pipeline import handoff
+    from inference.pipeline import rendezvous
 
     spec = make_spec(pool, [{"role": "user", "content": "Hello"}])  # the web tier has reported
     # The first run stored the prompt and its report (one transaction), then its worker
@@ -196,8 +196,8 @@ def test_a_request_whose_worker_died_before_sending_it_on_is_sent_by_the_redeliv
     client = get_redis()
     spec.prompt_token_ids = [1, 2, 3]
     save(client, spec)
-    ready = handoff.cpu_ready(task=broker.PREFILL, queue=f"prefill.{pool}", priority=4)
-    client.rpush(keys.handoff(spec.request_id), json.dumps(ready))
+    ready = rendezvous.cpu_ready(task=broker.PREFILL, queue=f"prefill.{pool}", priority=4)
+    client.rpush(keys.rendezvous(spec.request_id), json.dumps(ready))
     assert queued(pool) == 0
 
     assert preprocess_request(spec.request_id) is None  # the redelivered task

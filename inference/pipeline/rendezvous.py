@@ -1,11 +1,13 @@
-"""Handing a request from the CPU tier to the model tiers: a meeting of two parties.
+"""The rendezvous of the web tier's commit and the CPU tier's prompt, where a request
+goes on from the CPU tier to the model tiers: a meeting of two parties. (Not the human
+hand-off, which is tandem.chat.responder's.)
 
 The web tier enqueues a request on the CPU tier before it writes the message rows
 (`submit.request_enqueue`), so two things happen side by side: the web tier commits
 (or rolls back) the rows, and the CPU tier builds the prompt (or finds the request
 invalid). The request may go on only once both are done, since no tier may look for a
 row that is not yet visible. Each party reports its outcome by appending it to
-`tandem:handoff:<id>`, in one Redis transaction with the state that goes with it; the
+`tandem:rendezvous:<id>`, in one Redis transaction with the state that goes with it; the
 party whose report completes the pair acts on both: it sends the request to its prefill
 (or colocated) queue, fails it, or drops it. Nobody waits for the other, so a CPU worker
 that runs one task at a time goes on to the next request at once.
@@ -48,7 +50,7 @@ def report(client: redis.Redis, request_id: str, outcome: dict,
     transaction); if that completes the pair, act on both outcomes. Returns what this
     call did: SENT, FAILED, DROPPED, or None when the pair is not complete (or was
     already)."""
-    key = keys.handoff(request_id)
+    key = keys.rendezvous(request_id)
     pipe = client.pipeline(transaction=True)
     if with_state is not None:
         with_state(pipe)
@@ -75,7 +77,7 @@ def send_if_lost(client: redis.Redis, request_id: str) -> bool:
     completed the pair died between its report and the send), send it now. True if it
     did. (A worker that died after the send but before recording it makes this send a
     second time; readers skip repeated token indices and a reply is finished once.)"""
-    reports = [json.loads(e) for e in client.lrange(keys.handoff(request_id), 0, -1)]
+    reports = [json.loads(e) for e in client.lrange(keys.rendezvous(request_id), 0, -1)]
     parties = {r["party"] for r in reports}
     if not PAIR <= parties or SENT_MARK in parties:
         return False
@@ -107,5 +109,5 @@ def _act(client: redis.Redis, request_id: str, reports: list[dict]) -> str:
             outcomes.request_fail(request_id=request_id, code=code, message=message)
         return FAILED
     broker.send(cpu["task"], [request_id], queue=cpu["queue"], priority=cpu["priority"])
-    client.rpush(keys.handoff(request_id), json.dumps({"party": SENT_MARK}))  # see send_if_lost
+    client.rpush(keys.rendezvous(request_id), json.dumps({"party": SENT_MARK}))  # see send_if_lost
     return SENT
