@@ -329,9 +329,37 @@ def test_the_dockerfile_is_python_3_11_slim_with_torch_pinned_like_the_makefile(
     runs = " ".join(rest for word, rest in instr if word == "RUN")
     assert 'pip install --index-url "${TORCH_INDEX_URL}" "torch==${TORCH_VERSION}"' in runs
     assert "TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu" in [r for w, r in instr if w == "ARG"]
-    assert "pip install -c /etc/tandem-constraints.txt ." in runs
+    assert "pip install -c /etc/tandem-constraints.txt --no-deps --no-build-isolation ." in runs
     assert "collectstatic --noinput" in runs
     assert "tandem-entrypoint prepare-model" in runs  # PREPARE_MODEL=1 bakes the model in
+
+
+def test_the_image_installs_exactly_the_runtime_lock_after_torch_and_checks_the_set():
+    """Everything but torch comes from requirements.txt, hash-checked, with nothing
+    resolved beside it; torch (CPU or CUDA build) is installed first, by version."""
+    instr = dockerfile_instructions()
+    steps = [(word, rest) for word, rest in instr if word in ("RUN", "COPY")]
+    torch = next(i for i, (w, r) in enumerate(steps) if '"torch==${TORCH_VERSION}"' in r)
+    copy_lock = steps.index(("COPY", "requirements.txt ./"))
+    locked = steps.index(("RUN", "pip install --require-hashes --no-deps -r requirements.txt"))
+    project = next(i for i, (w, r) in enumerate(steps) if "--no-build-isolation ." in r)
+    assert torch < copy_lock < locked < project
+    assert "pip check" in steps[project][1]
+    assert "pyproject.toml" not in " ".join(r for w, r in steps[:project]), \
+        "no dependency is read from the ranges in pyproject.toml"
+    runtime_lock = (ROOT / "requirements.txt").read_text()
+    assert "--hash=sha256:" in runtime_lock and not re.search(r"^torch==", runtime_lock, re.M)
+
+
+def test_make_installs_exactly_the_dev_lock_after_torch():
+    makefile = (ROOT / "Makefile").read_text()
+    stamp = makefile.split("$(STAMP): pyproject.toml $(LOCK)\n", 1)[1].split("\n\n", 1)[0]
+    lines = [line.strip() for line in stamp.splitlines()]
+    order = [next(i for i, line in enumerate(lines) if needle in line) for needle in (
+        "devstack.lock --check", "--no-deps $(TORCH_PIP_ARGS) $(TORCH)",
+        "--require-hashes --no-deps -r $(LOCK)", "--no-deps --no-build-isolation -e .", "pip check")]
+    assert order == sorted(order), stamp
+    assert re.search(r"^LOCK := requirements-dev\.txt$", makefile, re.M)
 
 
 def test_the_image_can_build_the_engines_cpu_kernels_where_the_service_user_may_write():
@@ -370,8 +398,8 @@ def test_the_dockerignore_keeps_secrets_and_local_state_out_but_not_what_the_bui
     patterns = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
                 if line.strip() and not line.startswith("#")}
     assert {".git", ".venv", "var", ".env", "staticfiles"} <= patterns
-    needed = {"pyproject.toml", "README.md", "manage.py", "docker", "tandem", "tenants", "inference",
-              "templates", "static"}
+    needed = {"pyproject.toml", "requirements.txt", "README.md", "manage.py", "docker", "tandem",
+              "tenants", "inference", "templates", "static"}
     assert not needed & patterns
 
 
