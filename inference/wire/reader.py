@@ -258,6 +258,13 @@ class StreamReader:
             pass
 
 
+async def last_id(aredis, key: str) -> str:
+    """The id of a stream's newest entry ("0-0" when it has none): where to follow from
+    to see only what comes after a read the caller makes next."""
+    rows = await aredis.xrevrange(key, count=1)
+    return _text(rows[0][0]) if rows else "0-0"
+
+
 _readers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, StreamReader] = weakref.WeakKeyDictionary()
 
 

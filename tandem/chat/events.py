@@ -18,8 +18,7 @@ from typing import Any
 
 import redis
 
-from inference.wire import keys
-from inference.wire.reader import loop_reader
+from inference.wire import keys, reader
 
 MAXLEN = 500  # a conversation's recent events; the transcript is in the database
 TTL_S = 24 * 3600
@@ -36,8 +35,7 @@ def publish(client: redis.Redis, conversation_id: str, event: dict[str, Any], *,
 
 async def last_id(aredis, conversation_id: str) -> str:
     """The id of the newest event, to tail from after reading the transcript."""
-    rows = await aredis.xrevrange(keys.conversation_events(str(conversation_id)), count=1)
-    return rows[0][0].decode() if rows else "0-0"
+    return await reader.last_id(aredis, keys.conversation_events(str(conversation_id)))
 
 
 async def tail(aredis, conversation_id: str, *, after: str = "$", idle_s: float = 5.0) -> AsyncIterator[dict]:
@@ -47,7 +45,7 @@ async def tail(aredis, conversation_id: str, *, after: str = "$", idle_s: float 
     key = keys.conversation_events(str(conversation_id))
     if after == "$":
         after = await last_id(aredis, conversation_id)
-    follower = loop_reader().follow(key, after=after)
+    follower = reader.loop_reader().follow(key, after=after)
     try:
         while True:
             entries = await follower.next(idle_s)

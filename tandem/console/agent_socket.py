@@ -16,19 +16,27 @@ import asyncio
 import json
 import logging
 import time
+from importlib import import_module
+from types import SimpleNamespace
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.contrib import auth
 
-from inference.text.validation import InvalidInput
+from inference.wire import reader
 from inference.wire.connections import async_redis
 from tandem.chat import assignment, drafts, events, responder, services
 from tandem.chat.models import Conversation
 from tandem.chat.replies import ReplyFollower
+from tandem.chat.validation import InvalidInput
 from tenants import membership
 from tenants.membership import Can
 
+from . import access_events
+
 log = logging.getLogger(__name__)
+SessionStore = import_module(settings.SESSION_ENGINE).SessionStore
 CLOSE_NOT_FOUND, CLOSE_FORBIDDEN, CLOSE_UNAUTHORIZED = 4404, 4403, 4401
 MAX_FRAME_BYTES = 4096
 
@@ -40,6 +48,20 @@ def _resolve(user, slug, conversation_id) -> tuple[str, str, object]:
     access.require(Can.INBOX)
     assignment.presence_seen(tenant=access.tenant, agent=user)
     return str(conv.pk), responder.display_name(user), access.tenant
+
+
+def _access_verdict(session_key: str, user_id: int, slug: str) -> tuple[int, str, str] | None:
+    """None while the session still signs this person in and their role has the inbox;
+    else how the socket closes."""
+    store = SessionStore(session_key)
+    user = auth.get_user(SimpleNamespace(session=store))  # checks the session and its auth hash
+    if not user.is_authenticated or user.pk != user_id:
+        return CLOSE_UNAUTHORIZED, "signed_out", "You were signed out."
+    try:
+        membership.tenant_access(user=user, slug=slug, need=Can.INBOX)
+    except (membership.NotAllowed, membership.NotVisible):
+        return CLOSE_FORBIDDEN, "forbidden", "Your role may no longer use the inbox."
+    return None
 
 
 def _draft(user, tenant, conversation_id):
@@ -54,12 +76,17 @@ class AgentConsumer(AsyncWebsocketConsumer):
 
     async def connect(self):
         self.task, self.redis, self.conversation_id, self.draft = None, None, None, None
+        self.access_task = None
         await self.accept()
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self._close(CLOSE_UNAUTHORIZED, "not_signed_in", "Sign in to the console first.")
             return
         kw = self.scope["url_route"]["kwargs"]
+        self.redis = async_redis()
+        # Where to follow the person's access changes from, read before their access is:
+        # a change that lands after this read closes the socket (access_events).
+        access_mark = await reader.last_id(self.redis, access_events.key(user.pk))
         try:
             self.user = user
             self.conversation_id, self.name, self.tenant = await database_sync_to_async(_resolve)(
@@ -70,18 +97,43 @@ class AgentConsumer(AsyncWebsocketConsumer):
         except membership.NotVisible:
             await self._close(CLOSE_NOT_FOUND, "conversation_not_found", "No such conversation.")
             return
-        self.redis = async_redis()
         self.typed_at = 0.0
         self.task = asyncio.create_task(self._forward())
+        self.access_task = asyncio.create_task(self._watch_access(access_mark))
 
     async def _close(self, code: int, error: str, text: str):
         await self.send(text_data=json.dumps({"type": "error", "code": error, "message": text, "detail": text}))
         await self.close(code=code)
 
     async def disconnect(self, code):
-        for task in (self.task, self.draft):
+        for task in (self.task, self.draft, self.access_task):
             if task:
                 task.cancel()
+
+    async def _watch_access(self, mark: str):
+        """Close the socket the moment its person is signed out, loses the tenant, or
+        loses the inbox role: a change is written to their access stream, and the
+        socket checks again (the role as every console page reads it)."""
+        follower = reader.loop_reader().follow(access_events.key(self.user.pk), after=mark)
+        try:
+            while True:
+                entries = await follower.next(timeout=60)
+                if not entries:
+                    continue
+                session_key = self.scope["session"].session_key or ""
+                if any(f.get(b"signed_out", b"").decode() == session_key for _, f in entries):
+                    verdict = (CLOSE_UNAUTHORIZED, "signed_out", "You were signed out.")
+                else:
+                    verdict = await database_sync_to_async(_access_verdict)(
+                        session_key, self.user.pk, self.tenant.slug)
+                if verdict is not None:
+                    self.task.cancel()
+                    await self._close(*verdict)
+                    return
+        except asyncio.CancelledError:
+            pass
+        finally:
+            follower.close()
 
     async def _forward(self):
         try:
