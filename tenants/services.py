@@ -335,8 +335,20 @@ def tenant_rotate_identity_secret(*, tenant: Tenant, actor: Actor = SYSTEM) -> s
     return secret
 
 
-def _owners(tenant: Tenant):
-    return Membership.objects.filter(tenant=tenant, role=Membership.Role.OWNER)
+def _owners_locked(tenant_id) -> list[int]:
+    """The ids of the tenant's owners, their rows locked until the transaction ends, in
+    id order (so two changes never deadlock). The last-owner rule counts these: two
+    owners demoting (or removing) each other at once would otherwise each see the other
+    still an owner, under PostgreSQL's read committed, and leave none. The second waits
+    for the first to commit and then counts what it left."""
+    return list(Membership.objects.select_for_update().filter(tenant_id=tenant_id, role=Membership.Role.OWNER)
+                .order_by("pk").values_list("pk", flat=True))
+
+
+def _locked(membership: Membership) -> Membership:
+    """The membership's row, locked after its tenant's owner rows (always in that order)."""
+    return (Membership.objects.select_for_update(of=("self",)).select_related("tenant", "user")
+            .get(pk=membership.pk))
 
 
 def _role_check(role: str) -> None:
@@ -396,9 +408,9 @@ def member_add(
 @transaction.atomic
 def member_set_role(*, membership: Membership, role: str, actor: Actor = SYSTEM) -> Membership:
     _role_check(role)
-    membership = Membership.objects.select_for_update().select_related("tenant", "user").get(pk=membership.pk)
-    if (membership.role == Membership.Role.OWNER and role != Membership.Role.OWNER
-            and _owners(membership.tenant).count() == 1):
+    owners = _owners_locked(membership.tenant_id)
+    membership = _locked(membership)
+    if membership.role == Membership.Role.OWNER and role != Membership.Role.OWNER and owners == [membership.pk]:
         raise ValidationError({"role": "A tenant keeps at least one owner: make someone else owner first."})
     before = audit.snapshot(membership, ("user", "role"))
     membership.role = role
@@ -411,8 +423,9 @@ def member_set_role(*, membership: Membership, role: str, actor: Actor = SYSTEM)
 
 @transaction.atomic
 def member_remove(*, membership: Membership, actor: Actor = SYSTEM) -> None:
-    membership = Membership.objects.select_for_update().select_related("tenant", "user").get(pk=membership.pk)
-    if membership.role == Membership.Role.OWNER and _owners(membership.tenant).count() == 1:
+    owners = _owners_locked(membership.tenant_id)
+    membership = _locked(membership)
+    if membership.role == Membership.Role.OWNER and owners == [membership.pk]:
         raise ValidationError({"role": "A tenant keeps at least one owner: make someone else owner first."})
     audit.record(actor=actor, tenant=membership.tenant, entity="membership", entity_id=membership.pk,
                  action="delete", changes={"user": [membership.user.get_username(), None],
