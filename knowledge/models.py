@@ -48,6 +48,74 @@ class KnowledgeSettings(models.Model):
         return f"knowledge settings({self.tenant_id})"
 
 
+class Source(models.Model):
+    """Where some of a tenant's articles come from, kept in step by syncs
+    (`knowledge.syncing`): a website (a start page or a sitemap, crawled) or uploaded
+    files. Articles typed in or imported have no source ("manual"). A sync's progress
+    and outcome live on the row, so the console and the API read one row."""
+
+    class Kind(models.TextChoices):
+        WEBSITE = "website"
+        FILES = "files"
+
+    class Status(models.TextChoices):
+        IDLE = "idle"          # never synced
+        QUEUED = "queued"      # a sync is asked for; a CPU worker takes it next
+        SYNCING = "syncing"
+        SYNCED = "synced"
+        FAILED = "failed"      # the last sync could not finish (`error` says why)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="knowledge_sources")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    name = models.CharField(max_length=200)
+    url = models.URLField(max_length=1000, blank=True, default="",
+                          help_text="Website: the start page, or a sitemap (.xml).")
+    any_host = models.BooleanField(default=False, help_text="Follow links to other hosts too.")
+    max_pages = models.PositiveIntegerField(default=200)
+    max_depth = models.PositiveSmallIntegerField(default=3)
+    delay_ms = models.PositiveIntegerField(default=250, help_text="At least this long between two requests.")
+    sync_every_hours = models.PositiveIntegerField(default=24, help_text="0: only when asked.")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.IDLE)
+    error = models.TextField(blank=True, default="")
+    # The current (or last) sync: pages found, fetched, changed (added, updated or
+    # removed articles) and failed; `state` is its crawl frontier between steps.
+    found = models.PositiveIntegerField(default=0)
+    fetched = models.PositiveIntegerField(default=0)
+    changed = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    state = models.JSONField(default=dict, blank=True)
+    run = models.UUIDField(null=True, blank=True, help_text="The sync in progress; steps of another run stop.")
+    sync_started_at = models.DateTimeField(null=True, blank=True)
+    progressed_at = models.DateTimeField(null=True, blank=True, help_text="The sync's last step.")
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+    next_sync_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["next_sync_at"], name="knowledge_source_due")]
+
+    def __str__(self) -> str:
+        return f"source {self.name!r} ({self.tenant_id})"
+
+
+class SourceFile(models.Model):
+    """An uploaded file of a files source, kept as uploaded: parsing runs in the sync on
+    the CPU tier, never on the web request that received it."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="files")
+    name = models.CharField(max_length=255)
+    data = models.BinaryField()
+    size = models.PositiveIntegerField()
+    sha256 = models.CharField(max_length=64)
+    uploaded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["source", "name"], name="uniq_source_file_name")]
+
+
 class Article(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -70,6 +138,15 @@ class Article(models.Model):
     # Where an import found it (a file's path in a zip or folder, a JSONL record's
     # `source`): importing the same source again updates the article instead of adding one.
     source = models.CharField(max_length=500, blank=True, default="")
+    # A synced article: its source, and where in it (the page's canonical URL, or the
+    # file's name). What the last fetch said about it decides whether the next re-reads it.
+    origin = models.ForeignKey(Source, null=True, blank=True, on_delete=models.CASCADE, related_name="articles")
+    locator = models.CharField(max_length=1000, blank=True, default="")
+    etag = models.CharField(max_length=200, blank=True, default="")
+    last_modified = models.CharField(max_length=64, blank=True, default="")
+    content_hash = models.CharField(max_length=64, blank=True, default="")
+    links = models.JSONField(default=list, blank=True, help_text="A synced page's links: a re-sync that "
+                             "finds the page unchanged (304) still follows them.")
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
     error = models.TextField(blank=True, default="")
     chunk_count = models.PositiveIntegerField(default=0)
@@ -84,7 +161,9 @@ class Article(models.Model):
         ordering = ["-updated_at"]
         indexes = [models.Index(fields=["tenant", "-updated_at"])]
         constraints = [models.UniqueConstraint(fields=["tenant", "source"], condition=~models.Q(source=""),
-                                               name="uniq_article_source")]
+                                               name="uniq_article_source"),
+                       models.UniqueConstraint(fields=["origin", "locator"], condition=models.Q(origin__isnull=False),
+                                               name="uniq_article_origin_locator")]
 
     def __str__(self) -> str:
         return f"article {self.title!r} ({self.tenant_id})"
@@ -106,6 +185,9 @@ class Chunk(models.Model):
     n_words = models.PositiveIntegerField(default=0)
     # PostgreSQL only (the SQLite backend indexes into its FTS5 table instead).
     search_vector = SearchVectorField(null=True, editable=False)
+    # The chunk's dense vector (`knowledge.embedding`: float16, unit length), or null when
+    # no embedding model is installed; scored in the CPU worker's memory (`knowledge.dense`).
+    embedding = models.BinaryField(null=True, editable=False)
 
     class Meta:
         ordering = ["article", "ordinal"]
@@ -140,6 +222,8 @@ class Citation(models.Model):
     article_id = models.UUIDField(null=True, blank=True)  # not a foreign key: kept after a delete
     title = models.CharField(max_length=300)
     url = models.URLField(max_length=1000, blank=True, default="")
+    # Where in the article: the passage's heading path ("Page 3" for a PDF's page).
+    section = models.CharField(max_length=600, blank=True, default="")
     score = models.FloatField()
 
     class Meta:
@@ -148,4 +232,4 @@ class Citation(models.Model):
 
     def as_source(self) -> dict:
         return {"article_id": str(self.article_id) if self.article_id else None, "title": self.title,
-                "url": self.url, "score": self.score}
+                "url": self.url, "section": self.section, "score": self.score}

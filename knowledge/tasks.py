@@ -12,3 +12,7 @@ from . import services
 @shared_task(name=services.INDEX_TASK, acks_late=True, ignore_result=True)
 def index_article(article_id: str) -> None:
     services.article_index(article_id=article_id)
+
+
+# Syncs' steps and their schedule register with the app that discovers this module.
+from . import sync_tasks  # noqa: E402,F401
