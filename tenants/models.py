@@ -243,3 +243,38 @@ class AuditLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_name or 'system'} {self.action} {self.entity}"
+
+
+class Invitation(models.Model):
+    """An owner's offer of a role in a tenant to a person named by username or e-mail.
+    Nobody becomes a member without saying yes: the person accepts it from their own
+    session (it is listed for the account whose username or e-mail it names), or through
+    its link, where a new person sets a password. Only the link token's SHA-256 is
+    stored. An invitation expires (`expires_at`), can be revoked, and every step is in
+    the audit log (tenants/invitations.py)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        ACCEPTED = "accepted"
+        DECLINED = "declined"
+        REVOKED = "revoked"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="invitations")
+    # As the owner typed it, normalised: a username (NFKC), or an e-mail address (lower case).
+    identifier = models.CharField(max_length=254)
+    role = models.CharField(max_length=16, choices=Membership.Role.choices, default=Membership.Role.VIEWER)
+    token_hash = models.CharField(max_length=64, unique=True)
+    invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    closed_at = models.DateTimeField(null=True, blank=True, help_text="When it was accepted, declined or revoked.")
+    answered_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                    related_name="+")
+
+    class Meta:
+        indexes = [models.Index(fields=["identifier", "status"], name="invitation_for_whom")]
+
+    def __str__(self) -> str:
+        return f"{self.identifier} → {self.tenant} ({self.role}, {self.status})"

@@ -213,9 +213,28 @@ class KnowledgeSettingsForm(Form):
                                  help_text="0 to 1: passages scoring below it are left out.")
 
 
-class MemberAddForm(Form):
-    user = forms.CharField(label="Username or e-mail", max_length=254)
+class MemberInviteForm(Form):
+    user = forms.CharField(label="Username or e-mail", max_length=254,
+                           help_text="They accept from their own console, or through the link (e-mailed to an "
+                                     "address); a new person sets a password there.")
     role = forms.ChoiceField(label="Role", choices=Membership.Role.choices, initial=Membership.Role.VIEWER)
+
+
+class InvitationSignUpForm(Form):
+    """A new person's account, made where they accept an invitation's link."""
+
+    username = forms.CharField(label="Username", max_length=150,
+                               help_text="Letters, digits and @ . + - _ only.")
+    password1 = forms.CharField(label="Password", strip=False, widget=forms.PasswordInput(
+        attrs={"autocomplete": "new-password"}))
+    password2 = forms.CharField(label="Password again", strip=False, widget=forms.PasswordInput(
+        attrs={"autocomplete": "new-password"}))
+
+    def clean(self):
+        data = super().clean()
+        if data.get("password1") and data.get("password2") and data["password1"] != data["password2"]:
+            self.add_error("password2", "The two passwords differ.")
+        return data
 
 
 class MemberRoleForm(Form):

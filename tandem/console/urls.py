@@ -11,6 +11,7 @@ from .views import (
     conversations,
     hardware,
     inbox,
+    invitations,
     keys,
     knowledge,
     members,
@@ -42,6 +43,12 @@ urlpatterns = [
     path("console/hardware/pools/<int:pool_id>/", hardware.pool_edit, name="pool_edit"),
 
     path("console/audit/", audit.audit_all, name="audit"),
+
+    path("console/invitations/", invitations.my_invitations, name="invitations"),
+    path("console/invitations/<int:invitation_id>/accept/", invitations.invitation_accept, name="invitation_accept"),
+    path("console/invitations/<int:invitation_id>/decline/", invitations.invitation_decline,
+         name="invitation_decline"),
+    path("console/invite/<str:token>/", invitations.invitation_link, name="invitation_link"),
 
     path(T, overview.tenant_overview, name="tenant"),
     path(T + "live/", overview.tenant_overview_live, name="tenant_live"),
@@ -83,5 +90,7 @@ urlpatterns = [
     path(T + "members/", members.members, name="members"),
     path(T + "members/<int:membership_id>/role/", members.member_role, name="member_role"),
     path(T + "members/<int:membership_id>/remove/", members.member_remove, name="member_remove"),
+    path(T + "members/invitations/<int:invitation_id>/revoke/", members.invitation_revoke,
+         name="invitation_revoke"),
     path(T + "audit/", audit.tenant_audit, name="tenant_audit"),
 ]

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tenants.models import AuditLog, ComputePool, Membership
+from tenants.models import AuditLog, ComputePool, Invitation, Membership
 from tests.console.conftest import admin_form_data
 
 pytestmark = pytest.mark.django_db
@@ -64,10 +64,16 @@ def test_keys_members_and_allocations_changed_in_the_console_are_logged(client, 
     client.force_login(world.owner_a)
     client.post("/console/t/alpha/keys/new/", {"kind": "secret", "name": "audited"})
     client.post("/console/t/alpha/members/", {"user": world.owner_b.username, "role": "viewer"})
+    client.force_login(world.owner_b)  # the invited person says yes
+    invitation = Invitation.objects.get(tenant=world.a.tenant, identifier=world.owner_b.username)
+    client.post(f"/console/invitations/{invitation.pk}/accept/")
+    assert set(AuditLog.objects.filter(actor=world.owner_b).values_list("entity", "action")) >= {
+        ("invitation", "accept"), ("membership", "create")}
+    client.force_login(world.owner_a)
     m = Membership.objects.get(user=world.owner_b, tenant=world.a.tenant)
     client.post(f"/console/t/alpha/members/{m.pk}/role/", {f"m{m.pk}-role": "admin"})
     actions = set(AuditLog.objects.filter(actor=world.owner_a).values_list("entity", "action"))
-    assert {("api_key", "create"), ("membership", "create"), ("membership", "update")} <= actions
+    assert {("api_key", "create"), ("invitation", "create"), ("membership", "update")} <= actions
     assert AuditLog.objects.get(entity="membership", action="update").changes == {"role": ["viewer", "admin"]}
 
 
@@ -77,10 +83,10 @@ def test_owners_see_their_tenants_log_only_and_others_see_none(client, world):
     client.force_login(world.owner_a)
     client.post("/console/t/alpha/keys/new/", {"kind": "secret", "name": "alpha-audit-key"})
     html = client.get("/console/t/alpha/audit/").content.decode()
-    assert "alpha-audit-key" in html and "added to bravo" not in html
+    assert "alpha-audit-key" in html and "invited to bravo" not in html
     assert client.get("/console/audit/").status_code == 404
     client.force_login(world.admin_a)
     assert client.get("/console/t/alpha/audit/").status_code == 403
     client.force_login(world.staff)
     everything = client.get("/console/audit/").content.decode()
-    assert "alpha-audit-key" in everything and "added to bravo" in everything
+    assert "alpha-audit-key" in everything and "invited to bravo" in everything

@@ -13,7 +13,8 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from knowledge.models import Article
 from tandem.chat.models import OfflineMessage
-from tenants.models import ApiKey, ComputePool, Membership
+from tenants import invitations
+from tenants.models import ApiKey, ComputePool, Invitation, Membership
 
 pytestmark = pytest.mark.django_db
 
@@ -37,7 +38,8 @@ def test_the_sweep_sees_the_console_and_its_ids():
     patterns = console_patterns()
     params = {name for _, _, names in patterns for name in names}
     assert len(patterns) > 20
-    assert {"slug", "key_id", "membership_id", "conversation_id", "pool_id", "article_id", "offline_id"} <= params
+    assert {"slug", "key_id", "membership_id", "conversation_id", "pool_id", "article_id", "offline_id",
+            "invitation_id", "token"} <= params
     names = {name for name, _, _ in patterns}
     assert {"inbox_conversation", "inbox_claim", "inbox_reply", "inbox_note", "inbox_resolve"} <= names
     assert {"knowledge", "article_edit", "article_delete", "assistant_preview", "identity_secret_rotate"} <= names
@@ -62,6 +64,10 @@ def other_tenants_values(world) -> dict[str, list[dict]]:
         "article_id": (Article.objects.filter(tenant=b).first() or article_of(b)).pk,
         "offline_id": (OfflineMessage.objects.filter(tenant=b).first() or OfflineMessage.objects.create(
             tenant=b, conversation=world.conv_b, email="b@example.test", text="hello")).pk,
+        # B's invitation to someone else: neither A's owner's to revoke nor theirs to answer.
+        "invitation_id": (Invitation.objects.filter(tenant=b).first() or invitations.invitation_create(
+            tenant=b, identifier="someone.else@example.test", role="viewer")[0]).pk,
+        "token": "not-an-invitation-token",  # a link token: only its holder has it
     }
 
 

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from knowledge.models import Article
 from tandem.chat.models import OfflineMessage
-from tenants.models import ApiKey, AuditLog, ComputePool, Membership, Quota
+from tenants.models import ApiKey, AuditLog, ComputePool, Invitation, Membership, Quota
 from tests.console.test_idor import console_patterns
 
 pytestmark = pytest.mark.django_db
@@ -253,18 +253,26 @@ def test_a_transcript_shows_each_replys_timings_and_exports(client, world):
     assert [r["role"] for r in rows] == ["user", "assistant"] and rows[1]["decode_worker"] == "decode.shared@h:2"
 
 
-def test_an_owner_adds_changes_and_removes_members_by_username_or_email(client, world):
+def test_an_owner_invites_by_email_the_person_accepts_and_the_owner_changes_and_removes_them(client, world):
     from tests.console.conftest import user
 
     newcomer = user(email="New.Person@Example.test")
     client.force_login(world.owner_a)
-    assert client.post("/console/t/alpha/members/", {"user": "new.person@example.test", "role": "admin"}).status_code == 302
+    invited = client.post("/console/t/alpha/members/", {"user": "New.Person@example.test", "role": "admin"})
+    assert invited.status_code == 201 and "/console/invite/" in invited.content.decode()
+    assert not Membership.objects.filter(user=newcomer, tenant=world.a.tenant).exists()  # not without a yes
+    again = client.post("/console/t/alpha/members/", {"user": "new.person@example.test", "role": "viewer"})
+    assert again.status_code == 400 and "pending invitation" in again.content.decode()
+    client.force_login(newcomer)
+    mine = client.get("/console/invitations/").content.decode()
+    assert "Alpha" in mine or "alpha" in mine
+    invitation = Invitation.objects.get(tenant=world.a.tenant, identifier="new.person@example.test")
+    assert client.post(f"/console/invitations/{invitation.pk}/accept/").status_code == 302
     m = Membership.objects.get(user=newcomer, tenant=world.a.tenant)
     assert m.role == "admin"
+    client.force_login(world.owner_a)
     dup = client.post("/console/t/alpha/members/", {"user": newcomer.username, "role": "viewer"})
     assert dup.status_code == 400 and "already a member" in dup.content.decode()
-    missing = client.post("/console/t/alpha/members/", {"user": "nobody-here", "role": "viewer"})
-    assert missing.status_code == 400 and "No user" in missing.content.decode()
     client.post(f"/console/t/alpha/members/{m.pk}/role/", {f"m{m.pk}-role": "viewer"})
     m.refresh_from_db()
     assert m.role == "viewer"

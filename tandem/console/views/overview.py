@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
-from tenants import membership
+from tenants import invitations, membership
 
 from .. import selectors
 from .base import render_page, signed_in, tenant_page
@@ -26,7 +26,9 @@ def _live_context(tenants):
 @require_GET
 def overview(request):
     tenants = _visible(request)
-    return render_page(request, "console/overview.html", {**_live_context(tenants), "tenants": tenants},
+    return render_page(request, "console/overview.html",
+                       {**_live_context(tenants), "tenants": tenants,
+                        "invitation_count": invitations.invitations_for_user(user=request.user).count()},
                        nav="overview")
 
 
