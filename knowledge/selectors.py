@@ -91,7 +91,8 @@ def sources_of(hits: Iterable[Hit]) -> list[dict]:
     out: dict[str, dict] = {}
     for h in hits:
         if h.article_id not in out:
-            out[h.article_id] = {"article_id": h.article_id, "title": h.title, "url": h.url, "score": h.score}
+            out[h.article_id] = {"article_id": h.article_id, "title": h.title, "url": h.url, "section": h.heading,
+                                 "score": h.score}
     return list(out.values())
 
 

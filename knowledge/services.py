@@ -393,6 +393,7 @@ def citations_record(*, tenant_id: int, message_id, sources: Sequence[dict]) -> 
         return
     Citation.objects.bulk_create([
         Citation(tenant_id=tenant_id, message_id=message_id, rank=i, article_id=s.get("article_id"),
-                 title=str(s.get("title", ""))[:300], url=str(s.get("url") or "")[:1000], score=float(s.get("score", 0)))
+                 title=str(s.get("title", ""))[:300], url=str(s.get("url") or "")[:1000],
+                 section=str(s.get("section") or "")[:600], score=float(s.get("score", 0)))
         for i, s in enumerate(sources)
     ], ignore_conflicts=True)

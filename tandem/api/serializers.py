@@ -118,6 +118,8 @@ class SourceSerializer(serializers.Serializer):
     article_id = serializers.UUIDField(allow_null=True, help_text="null once the article was deleted")
     title = serializers.CharField()
     url = serializers.CharField(allow_blank=True)
+    section = serializers.CharField(allow_blank=True, required=False,
+                                    help_text="where in the article: its passage's heading path (a PDF's `Page 3`)")
     score = serializers.FloatField(help_text="0..1, higher is better; on the retrieval backend's own scale")
 
 

@@ -70,6 +70,7 @@ def test_the_cpu_tier_retrieves_with_one_query_and_grounds_the_prompt_with_its_s
     stored = load(get_redis(), spec.request_id)
     charged = articles["orders/charged-twice.md"]
     assert stored.sources[0] == {"article_id": str(charged.pk), "title": charged.title, "url": charged.url,
+                                 "section": stored.sources[0]["section"],
                                  "score": stored.sources[0]["score"]}
     mine = {str(a.pk) for a in articles.values()}
     assert 1 <= len(stored.sources) <= 3 and all(s["article_id"] in mine for s in stored.sources)

@@ -35,6 +35,7 @@ def test_the_websocket_end_frame_carries_the_sources(platform, grounded):
         _, frames = chat.ask(QUESTION)
     [end] = [f for f in frames if f["type"] == "end"]
     assert end["sources"][0] == {"article_id": str(charged.pk), "title": charged.title, "url": charged.url,
+                                 "section": end["sources"][0]["section"],
                                  "score": end["sources"][0]["score"]}
     assert 0 < end["sources"][0]["score"] < 1
     assert len(end["sources"]) <= 3
