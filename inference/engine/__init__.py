@@ -7,7 +7,8 @@ tenants. It can be imported, tested and benchmarked on its own.
 One noun per file:
 - config.py, precision.py: what to run and how ("auto": the precision for this CPU and
   these weights); loader.py, prepare.py, tiny.py: the weights; gguf.py: the GGUF blocks
-  they came from, for few-row matmuls.
+  they came from, for few-row matmuls; model_dir.py: which directory a model setting
+  names (torch-free: the web and CPU tiers read the tokenizer there).
 - model.py (the forward), linear.py (its matmuls: fp32, oneDNN-packed bf16, int8).
 - scheduler.py: the one policy; each step a StepPlan (which sequences, how many tokens).
 - runner.py: executes a plan; batch.py: the decode batch and its KV cache.
