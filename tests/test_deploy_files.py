@@ -349,6 +349,8 @@ def test_the_image_installs_exactly_the_runtime_lock_after_torch_and_checks_the_
         "no dependency is read from the ranges in pyproject.toml"
     runtime_lock = (ROOT / "requirements.txt").read_text()
     assert "--hash=sha256:" in runtime_lock and not re.search(r"^torch==", runtime_lock, re.M)
+    docs = (ROOT / "docs" / "deploy.md").read_text()
+    assert "requirements.txt" in docs and "--require-hashes" in docs
 
 
 def test_make_installs_exactly_the_dev_lock_after_torch():
