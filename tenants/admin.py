@@ -6,6 +6,7 @@ from .models import (
     ApiKey,
     AuditLog,
     ComputePool,
+    Invitation,
     Membership,
     Quota,
     Tenant,
@@ -160,6 +161,23 @@ class ComputePoolAdmin(AuditedAdmin):
 class MembershipAdmin(AuditedAdmin):
     list_display = ("user", "tenant", "role", "created_at")
     list_filter = ("role",)
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    """Read only: invitations are made, answered and revoked in the console
+    (tenants.invitations, audited); operators add members directly with MembershipAdmin."""
+
+    list_display = ("created_at", "tenant", "identifier", "role", "status", "expires_at", "invited_by")
+    list_filter = ("status", "role")
+    search_fields = ("identifier", "tenant__slug")
+    exclude = ("token_hash",)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(AuditLog)
