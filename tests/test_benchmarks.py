@@ -16,6 +16,7 @@ take most of the time: starting the platform's processes is most of each run.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -31,8 +32,12 @@ pytestmark = pytest.mark.timeout(RUN_TIMEOUT_S + 30)
 
 
 def run_quick(suite: str, out) -> subprocess.CompletedProcess:
+    # OpenMP threads that sleep at a barrier instead of spinning: on a machine shared with
+    # other test runs a spinning team waits for a descheduled member and a quick run takes
+    # twice as long. Its figures mean nothing either way.
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
     proc = subprocess.run([sys.executable, "-m", "benchmarks", suite, "--quick", "--out", str(out)], cwd=BASE_DIR,
-                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+                          env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 0, (f"`python -m benchmarks {suite} --quick` exited {proc.returncode}\n"
                                   f"stdout (tail):\n{proc.stdout[-3000:]}\nstderr (tail):\n{proc.stderr[-6000:]}")
     return proc
@@ -73,15 +78,14 @@ def positive(value) -> bool:
 
 
 def check_engine(doc: dict) -> None:
-    from benchmarks.engine.run import SYSTEMS
+    from benchmarks.engine.run import QUICK
 
     failed = [(r["system"], r["workload"], r["error"]) for r in doc["results"] if r["error"]]
     assert not failed, f"engine rows failed: {failed}"
-    # --quick runs every system but llama.cpp (built from source on first use).
-    assert {r["system"] for r in doc["results"]} == set(SYSTEMS) - {"llamacpp"}
+    assert {r["system"] for r in doc["results"]} == set(QUICK["systems"].split(","))
     for r in doc["results"]:
         assert positive(r["metrics"]["tokens_per_s"]), r
-    tandem = [r for r in doc["results"] if r["system"] in ("colocated", "colocated_chunked", "disaggregated")]
+    tandem = [r for r in doc["results"] if r["system"] in ("colocated", "disaggregated")]
     assert {r["workload"] for r in tandem} == {"single", "streams32", "streams64", "mixed-unloaded", "mixed-loaded"}
     assert all(positive(r["metrics"]["ttft_p50_ms"]) and r["metrics"]["incomplete"] == 0 for r in tandem), tandem
     assert doc["targets"], "no targets evaluated"

@@ -64,8 +64,10 @@ from .workloads import run_tandem, sizes_from
 SYSTEMS = ("hf_generate", "hf_generate_fp32", "generate_batch", *TANDEM, "llamacpp")
 WORKLOADS = ("single", "streams32", "streams64", "mixed")
 DEFAULT_OUT = "var/bench/engine.json"
-# --quick: small sizes (workloads.sizes_from), the tiny model, every system but llama.cpp.
-QUICK = {"model": "tiny", "systems": ",".join(s for s in SYSTEMS if s != "llamacpp")}
+# --quick: small sizes (workloads.sizes_from), the tiny model, one system of each kind
+# (hf_generate_fp32 and colocated_chunked are the same code as hf_generate and colocated
+# with another setting; llama.cpp's first use builds it from source).
+QUICK = {"model": "tiny", "systems": "hf_generate,generate_batch,colocated,disaggregated"}
 # What the disaggregated workers import when they start (an edit mid-run changes them).
 ENGINE_SOURCES = [BASE_DIR / "inference" / p for p in ("engine", "kvstore", "worker/prefill_batcher.py")]
 
@@ -73,7 +75,7 @@ ENGINE_SOURCES = [BASE_DIR / "inference" / p for p in ("engine", "kvstore", "wor
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks engine", description=__doc__.split("\n\n")[0])
     p.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated subset of {','.join(SYSTEMS)} "
-                   "(--quick: all but llamacpp, whose first use builds it from source)")
+                   "(--quick: hf_generate,generate_batch,colocated,disaggregated)")
     p.add_argument("--workloads", default=",".join(WORKLOADS),
                    help=f"comma-separated subset of {','.join(WORKLOADS)}")
     add_quick_options(p, default_out=DEFAULT_OUT)
