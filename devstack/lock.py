@@ -16,11 +16,16 @@ Linux x86-64 (this machine, CI and the python:3.11-slim images):
 torch is resolved but not written, and installed by version on its own (the Makefile, the
 Dockerfile): the CPU build (`2.13.0+cpu`) and PyPI's CUDA build of torch 2.13.0 are
 different files, with different hashes and different dependencies (the CUDA one brings
-nvidia-* and triton wheels), and the CPU build is not on PyPI at all. One hashed torch
-line could serve only one of the two images. torch is therefore resolved as its CPU build,
-whose dependencies (sympy, networkx, jinja2, fsspec, filelock, ...) are all pure Python and
-common to both builds: the lock pins and hashes those; the GPU image adds the CUDA-only
-wheels through pip's resolution of torch itself.
+nvidia-*, cuda-* and triton wheels, which it pins itself), and the CPU build is not on
+PyPI at all. One hashed torch line could serve only one of the two images. torch is
+therefore resolved as its CPU build, whose dependencies (sympy, networkx, jinja2, fsspec,
+filelock, typing-extensions, setuptools) are pure Python and required by both builds: the
+lock pins and hashes those; the GPU image adds the CUDA-only wheels through pip's
+resolution of torch itself.
+
+Every other hash is PyPI's (only the torch wheel is offered beside it). A local mirror
+that serves PyPI's files unchanged, as this machine's does, passes pip's hash check; a
+rebuilt wheel would not, which is the point.
 
 Each file's header records a digest of its inputs (the dependency lists, requires-python
 and this recipe), which `--check` and tests/test_lock.py compare without a network.
