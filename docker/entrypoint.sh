@@ -144,7 +144,7 @@ case "$cmd" in
             run python manage.py migrate --noinput
         fi
         ensure_model  # quota admission counts prompt tokens with the model's tokenizer
-        become python -m daphne -b 0.0.0.0 -p 8000 --proxy-headers tandem.asgi:application
+        become python -m daphne --websocket_connect_timeout 30 -b 0.0.0.0 -p 8000 --proxy-headers tandem.asgi:application
         ;;
     cpu-worker)
         worker cpu "${TANDEM_WORKER_CONCURRENCY:-1}"
