@@ -12,7 +12,9 @@ them with transformers on the default model), so `build_prompt` takes either.
 
 from __future__ import annotations
 
+import ctypes
 import json
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -179,7 +181,23 @@ def get_tokenizer() -> ServedTokenizer:
         with _lock:
             if _tokenizer is None:
                 _tokenizer = ServedTokenizer.from_dir(resolve_model_dir(settings.TANDEM_MODEL))
+                _release_freed_heap()
     return _tokenizer
+
+
+def _release_freed_heap() -> None:
+    """Parsing tokenizer.json allocates about twice what the tokenizer keeps, and glibc
+    holds the freed half in the heap: hand it back to the OS, so a web process costs what
+    it uses (about 16 MB less for the default model). Other C libraries (musl) have no
+    malloc_trim and need none of this."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
 
 
 _overhead: tuple[int, int] | None = None
