@@ -23,6 +23,14 @@ def _close_http_request_connections(**_):
 
 request_finished.connect(_close_http_request_connections, dispatch_uid="tandem-close-http-connections")
 
+# A handful of Redis connections whatever the number of sockets (docs/architecture.md):
+# the stream reader's, the asyncio pool's, and this bounded pool for the sync code.
+from inference.wire.connections import get_redis, limit_sync_connections  # noqa: E402
+from tenants import changes  # noqa: E402
+
+limit_sync_connections(settings.TANDEM_WEB_REDIS_SYNC_CONNECTIONS)
+changes.use_client(get_redis)
+
 if settings.DEBUG:
     # daphne does not serve static files; in development Django's handler does.
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler

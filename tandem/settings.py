@@ -325,7 +325,9 @@ TANDEM_WS_IDLE_TIMEOUT_S = float(os.environ.get("TANDEM_WS_IDLE_TIMEOUT_S", "300
 TANDEM_WS_FRAME_RATE = float(os.environ.get("TANDEM_WS_FRAME_RATE", "5"))
 TANDEM_WS_FRAME_BURST = int(os.environ.get("TANDEM_WS_FRAME_BURST", "20"))
 # A web process's Redis connections (inference.wire.connections, inference.wire.reader):
-# one for the stream reader's blocking XREAD, and a pool of this many for short commands,
+# one for the stream reader's blocking XREAD, a pool of this many for short async commands,
 # which waits up to TANDEM_WEB_REDIS_WAIT_S for a free connection instead of failing.
 TANDEM_WEB_REDIS_CONNECTIONS = int(os.environ.get("TANDEM_WEB_REDIS_CONNECTIONS", "4"))
+# ... and this many for its sync code (services on executor threads).
+TANDEM_WEB_REDIS_SYNC_CONNECTIONS = int(os.environ.get("TANDEM_WEB_REDIS_SYNC_CONNECTIONS", "3"))
 TANDEM_WEB_REDIS_WAIT_S = float(os.environ.get("TANDEM_WEB_REDIS_WAIT_S", "10"))

@@ -28,9 +28,20 @@ KEY = "tandem:tenants:version"
 log = logging.getLogger(__name__)
 
 
+_factory = None
+
+
+def use_client(factory) -> None:
+    """Take the process's shared client from `factory` instead of a pool of this module's
+    own (the web process keeps its Redis connections to a small constant)."""
+    global _factory
+    _factory = factory
+    _client.cache_clear()
+
+
 @functools.cache
 def _client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL)
+    return _factory() if _factory is not None else redis.Redis.from_url(settings.REDIS_URL)
 
 
 def version(client: redis.Redis | None = None) -> int:

@@ -23,9 +23,27 @@ def client_name() -> str:
     return f"tandem-{os.getpid()}"
 
 
+_sync_limit: int | None = None
+
+
+def limit_sync_connections(max_connections: int) -> None:
+    """Bound the process's shared sync client to `max_connections`, waiting for a free
+    one rather than opening more. The web process calls it at start: its sync code runs
+    on a handful of executor threads, and its Redis connections must stay a small
+    constant. (The model workers' many task threads keep an unbounded pool.)"""
+    global _sync_limit
+    _sync_limit = max_connections
+    get_redis.cache_clear()
+
+
 @functools.cache
 def get_redis() -> redis.Redis:
     """The process's shared client (one connection pool, thread-safe)."""
+    if _sync_limit:
+        pool = redis.BlockingConnectionPool.from_url(
+            settings.REDIS_URL, max_connections=_sync_limit, timeout=settings.TANDEM_WEB_REDIS_WAIT_S,
+            health_check_interval=30, client_name=client_name())
+        return redis.Redis(connection_pool=pool)
     return redis.Redis.from_url(settings.REDIS_URL, health_check_interval=30, client_name=client_name())
 
 
