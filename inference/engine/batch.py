@@ -164,7 +164,8 @@ class DecodeBatch:
         logits = self.model.forward(
             input_ids, positions, groups, torch.zeros(len(seqs), dtype=torch.long, device=dev)
         )  # [n, V]
-        tokens = sample_tokens(logits, [s.sampling for s in seqs], [s.generator for s in seqs])
+        tokens = sample_tokens(logits, [s.sampling for s in seqs], [s.generator for s in seqs],
+                               [s.history for s in seqs], [s.matcher for s in seqs])
         return list(zip(seqs, tokens.tolist(), strict=True))
 
     def _regroup(self) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from .config import EngineConfig
 from .decode import DecodeRequest, decoding_sequence, scheduler_config
 from .engine_loop import DecodeStats, EngineLoop
+from .grammar import Grammars
 from .loader import LoadedModel
 from .prefix_cache import PrefixCache, SharedPrefix
 from .runner import ModelRunner
@@ -46,6 +47,7 @@ class ColocatedEngine:
                                    eos_ids=model.eos_token_ids, lookup=self.runner.lookup)
         self.loop = EngineLoop(config, self.scheduler, self.runner, eos_ids=model.eos_token_ids,
                                name="tandem-colocated")
+        self.grammars = Grammars.for_model(model)
         if start:
             self.loop.start()
 
@@ -73,6 +75,7 @@ class ColocatedEngine:
             stop_checker=stop_checker, priority=priority, group=group, group_max_slots=group_max_slots,
             generator=make_generator(sampling, tokens_done=0), prompt=list(prompt_token_ids),
             cache_salt=cache_salt, cache_shared=cache_shared,
+            matcher=self.grammars.matcher(sampling.grammar) if sampling.grammar else None,
         )
         self.loop.enqueue(seq)
         return seq.handle
@@ -80,7 +83,7 @@ class ColocatedEngine:
     def resume(self, req: DecodeRequest) -> StreamHandle:
         """Continue a sequence another worker started (it died): `req` carries the tokens
         already produced and the KV of prompt + all but the last; no prefill here."""
-        seq = decoding_sequence(req, self.cancel)
+        seq = decoding_sequence(req, self.cancel, self.grammars)
         self.loop.enqueue(seq)
         return seq.handle
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from .config import EngineConfig
 from .engine_loop import DecodeStats, EngineLoop
+from .grammar import Grammars
 from .kv import KVCache
 from .loader import LoadedModel
 from .runner import ModelRunner
@@ -59,9 +60,10 @@ def scheduler_config(config: EngineConfig, *, chunked_prefill: bool = False) -> 
     )
 
 
-def decoding_sequence(req: DecodeRequest, cancel) -> Sequence:
+def decoding_sequence(req: DecodeRequest, cancel, grammars: Grammars) -> Sequence:
     """The sequence of a request whose KV is computed (a prefill's, or a resumed one's):
-    it joins the batch at its next token."""
+    it joins the batch at its next token. A constrained one's matcher replays the tokens
+    it arrives with, so its grammar state is what it was where they were produced."""
     tokens = req.tokens
     if req.kv.length != len(req.prompt_token_ids) + len(tokens) - 1:
         raise ValueError(f"KV length {req.kv.length} != prompt length {len(req.prompt_token_ids)}"
@@ -73,6 +75,8 @@ def decoding_sequence(req: DecodeRequest, cancel) -> Sequence:
         priority=req.priority, group=req.group, group_max_slots=req.group_max_slots,
         # A seeded sequence draws one number per token: skip those its tokens used.
         generator=make_generator(req.sampling, tokens_done=len(tokens)), kv=req.kv,
+        prompt_ids=list(req.prompt_token_ids),
+        matcher=grammars.matcher(req.sampling.grammar, tokens) if req.sampling.grammar else None,
     )
 
 
@@ -83,6 +87,7 @@ class DecodeEngine:
         self.runner = ModelRunner(model.model, fingerprint=model.fingerprint, max_batch=config.max_batch,
                                   max_context=config.max_context)
         self.scheduler = Scheduler(scheduler_config(config), eos_ids=model.eos_token_ids)
+        self.grammars = Grammars.for_model(model)
         self.loop = EngineLoop(config, self.scheduler, self.runner, eos_ids=model.eos_token_ids,
                                name="tandem-decode")
         if start:
@@ -94,7 +99,7 @@ class DecodeEngine:
                 f"KV for {req.request_id} was computed with model {req.kv.model_fingerprint}, "
                 f"this engine serves {self.fingerprint}"
             )
-        seq = decoding_sequence(req, self.cancel)
+        seq = decoding_sequence(req, self.cancel, self.grammars)
         self.loop.enqueue(seq)
         return seq.handle
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .config import EngineConfig
+from .grammar import Grammars
 from .kv import KVCache
 from .loader import LoadedModel
 from .model import run_to_end
@@ -78,6 +79,7 @@ class PrefillEngine:
             if config.prefix_cache_tokens > 0 else None
         )
         self._lock = threading.Lock()
+        self.grammars = Grammars.for_model(model)
 
     def prefill(self, requests: list[PrefillRequest]) -> list[PrefillResult]:
         """Results in the order of `requests`. Raises ValueError, before computing
@@ -110,6 +112,9 @@ class PrefillEngine:
                 [it.suffix for it in batch],
                 [(it.hit.k, it.hit.v) if it.hit else None for it in batch],
                 [(it.req.sampling, make_generator(it.req.sampling, tokens_done=0)) for it in batch],
+                [it.req.token_ids for it in batch],
+                [self.grammars.matcher(it.req.sampling.grammar) if it.req.sampling.grammar else None
+                 for it in batch],
             )
             compute_ms = (time.perf_counter() - t_start) * 1e3
             for it, (k, v), first in zip(batch, out.kvs, out.first_tokens, strict=True):

@@ -53,17 +53,24 @@ def prefill_steps(
     pieces: list[list[int]],
     pasts: list[Past | None],
     sampling: list[tuple[SamplingParams, torch.Generator | None] | None],
+    prompts: list[list[int]] | None = None,
+    matchers: list[object | None] | None = None,
 ) -> Generator[None, None, PrefillOutput]:
     """One prefill forward over prompt pieces (each after its past KV), pausing after
     each layer (see DecoderModel.forward_steps); rows with sampling parameters sample a
-    token from their last position's logits."""
+    token from their last position's logits. `prompts`: each row's whole prompt, for
+    the penalties that look back on it (None: the pieces are whole prompts); `matchers`:
+    each row's grammar matcher or None, which consumes the token it samples."""
     kvs, logits = yield from model.prefill_steps(pieces, pasts)  # [B, V]
     rows = [i for i, s in enumerate(sampling) if s is not None]
     firsts: list[int | None] = [None] * len(pieces)
     if rows:
         chosen = [sampling[i] for i in rows]
+        whole = prompts if prompts is not None else pieces
         picked = sample_tokens(logits[torch.tensor(rows, device=logits.device)],
-                               [s[0] for s in chosen], [s[1] for s in chosen])  # type: ignore[index]
+                               [s[0] for s in chosen], [s[1] for s in chosen],  # type: ignore[index]
+                               [(whole[i], []) for i in rows],
+                               [matchers[i] for i in rows] if matchers is not None else None)
         for i, tok in zip(rows, picked.tolist(), strict=True):
             firsts[i] = tok
     return PrefillOutput(kvs, firsts)
@@ -139,7 +146,8 @@ class ModelRunner:
             pieces.append(c.seq.prompt[c.start : c.start + c.num_tokens])
             pasts.append((c.seq.kv.k, c.seq.kv.v) if c.seq.kv is not None else None)
         sampling = [(c.seq.sampling, c.seq.generator) if c.completes else None for c in chunks]
-        result = _run(prefill_steps(self.model, pieces, pasts, sampling))
+        result = _run(prefill_steps(self.model, pieces, pasts, sampling, [c.seq.prompt for c in chunks],
+                                    [c.seq.matcher for c in chunks]))
         for c, (k, v), first in zip(chunks, result.kvs, result.first_tokens, strict=True):
             seq = c.seq
             seq.kv = KVCache(k, v, self.fingerprint)

@@ -16,6 +16,9 @@ from typing import Any
 
 import torch
 
+from .grammar import consume, mask_logits_
+from .penalties import History, penalise_
+
 # Candidates examined for top-k / top-p before falling back to a full sort of a row: a
 # full sort of a whole vocabulary per row is far slower on a CPU than topk(64).
 _CANDIDATES = 64
@@ -31,10 +34,23 @@ class SamplingParams:
     max_tokens: int = 256  # output tokens in all, the prefill's first token included
     stop_token_ids: tuple[int, ...] = field(default_factory=tuple)  # besides the model's EOS
     ignore_eos: bool = False
+    # Repetition control and bias (penalties.py has their definitions); the defaults are off.
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    logit_bias: tuple[tuple[int, float], ...] = field(default_factory=tuple)  # (token id, bias)
+    # An llguidance grammar (grammar.py) the output must stay inside; None = free.
+    grammar: str | None = None
 
     def __post_init__(self) -> None:
         if self.temperature < 0 or not 0 < self.top_p <= 1 or self.top_k < 0 or self.max_tokens < 1:
             raise ValueError(f"invalid sampling parameters {self}")
+        if not (-2 <= self.frequency_penalty <= 2 and -2 <= self.presence_penalty <= 2
+                and 0 < self.repetition_penalty <= 10):
+            raise ValueError(f"invalid penalties {self}")
+        self.logit_bias = tuple((int(t), float(b)) for t, b in self.logit_bias)
+        if any(not -100 <= b <= 100 or t < 0 for t, b in self.logit_bias):
+            raise ValueError(f"invalid logit_bias {self.logit_bias}")
         # Checked here, not when the generator is made inside a batched forward, where it
         # would fail every prompt in the batch (other tenants' included).
         if self.seed is not None and not SEED_MIN <= self.seed <= SEED_MAX:
@@ -45,9 +61,16 @@ class SamplingParams:
     def greedy(self) -> bool:
         return self.temperature == 0 or self.top_k == 1
 
+    @property
+    def penalised(self) -> bool:
+        """Whether the logits change before sampling (penalties.apply_penalties)."""
+        return bool(self.frequency_penalty or self.presence_penalty or self.repetition_penalty != 1.0
+                    or self.logit_bias)
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["stop_token_ids"] = list(self.stop_token_ids)
+        d["logit_bias"] = [list(pair) for pair in self.logit_bias]
         return d
 
     @classmethod
@@ -70,7 +93,39 @@ def sample_tokens(
     logits: torch.Tensor,  # [B, V], any float dtype (the model's)
     params: Sequence[SamplingParams],
     generators: Sequence[torch.Generator | None],
+    histories: Sequence[History] | None = None,  # per row (prompt ids, output ids): for penalties
+    matchers: Sequence[object | None] | None = None,  # per row: its grammar's matcher, or None
 ) -> torch.Tensor:  # [B] int64, on logits' device
+    """The next token of each row; a constrained row's matcher consumes the one it got."""
+    logits = adjusted_logits(logits, params, histories, matchers)
+    tokens = _pick(logits, params, generators)
+    if matchers is not None and any(m is not None for m in matchers):
+        consume(matchers, tokens.tolist())
+    return tokens
+
+
+def adjusted_logits(logits: torch.Tensor, params: Sequence[SamplingParams],
+                    histories: Sequence[History] | None,
+                    matchers: Sequence[object | None] | None) -> torch.Tensor:
+    """The logits after penalties and grammar masks: `logits` itself when no row has
+    either (bit for bit what it was), else one float32 copy changed in place."""
+    constrained = matchers is not None and any(m is not None for m in matchers)
+    if not constrained and not any(p.penalised for p in params):
+        return logits
+    # A copy: the model's output may be an inference-mode tensor (not writable here),
+    # and float32 keeps small penalties exact; other rows convert without change.
+    out = logits.to(torch.float32, copy=True)
+    penalise_(out, params, histories)
+    if constrained:
+        mask_logits_(out, matchers)  # type: ignore[arg-type]
+    return out
+
+
+def _pick(
+    logits: torch.Tensor,  # [B, V]
+    params: Sequence[SamplingParams],
+    generators: Sequence[torch.Generator | None],
+) -> torch.Tensor:  # [B] int64
     # Greedy rows are done here, sampled rows overwritten below. max() rather than
     # argmax(): same first-maximum index, several times faster on a CPU.
     tokens = logits.max(dim=-1).indices

@@ -122,6 +122,17 @@ class Sequence:
     cache_salt: str | None = None
     cache_shared: SharedPrefix | None = None
     prefilled: int = 0
+    # The prompt's token ids of a sequence whose KV came with it (decode, resumed), kept
+    # for what looks back at the prompt (repetition_penalty); colocated ones have `prompt`.
+    prompt_ids: list[int] | None = None
+    # The grammar's matcher (grammar.py) of a constrained sequence, having consumed
+    # `tokens`; the engine that takes the sequence in sets it.
+    matcher: object | None = None
+
+    @property
+    def history(self) -> tuple[list[int], list[int]]:
+        """(prompt ids, output ids so far): what penalties look back on."""
+        return (self.prompt if self.prompt is not None else self.prompt_ids or []), self.tokens
 
     @property
     def kv_len(self) -> int:

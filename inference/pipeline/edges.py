@@ -22,7 +22,10 @@ EXPIRED = ("expired", "The request expired in the queue.")
 def sampling_params(s: Sampling) -> SamplingParams:
     """The engine's sampling parameters for a request's (`spec.sampling`)."""
     return SamplingParams(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed,
-                          max_tokens=max(1, s.max_tokens))
+                          max_tokens=max(1, s.max_tokens), frequency_penalty=s.frequency_penalty,
+                          presence_penalty=s.presence_penalty, repetition_penalty=s.repetition_penalty,
+                          logit_bias=[(int(t), float(b)) for t, b in s.logit_bias],
+                          grammar=s.grammar or None)
 
 
 def cache_shared(spec: RequestSpec) -> SharedPrefix | None:

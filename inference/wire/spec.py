@@ -23,6 +23,14 @@ class Sampling:
     top_k: int = 0
     seed: int | None = None
     stop: list[str] = field(default_factory=list)
+    # Repetition control and bias, as inference.engine.penalties defines them (off by default).
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    logit_bias: list[list] = field(default_factory=list)  # [[token id, bias], …]
+    # The llguidance grammar the reply must stay inside (inference.engine.grammar): a
+    # response_format's JSON schema, compiled and checked by the web tier; "" = free.
+    grammar: str = ""
 
 
 @dataclass

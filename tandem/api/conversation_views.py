@@ -23,6 +23,7 @@ from .base import AsyncAPIView
 from .errors import ApiError
 from .openai_views import ERRORS, submit_or_raise
 from .replies import Reply
+from .request_fields import refuse_unknown
 
 MAX_PAGE = 100
 
@@ -115,9 +116,13 @@ class ConversationMessagesView(AsyncAPIView):
 
     async def post_async(self, request, conversation_id):
         api_key = await self.authenticate(request)
-        data = self.validate(s.PostMessageSerializer, self.json_body(request))
+        body = self.json_body(request)
+        refuse_unknown(body, s.PostMessageSerializer)
+        data = self.validate(s.PostMessageSerializer, body)
         sampling = sampling_for_tandem(quota=api_key.tenant.quota, max_tokens=data.get("max_tokens"),
-                                       temperature=data.get("temperature"), seed=data.get("seed"))
+                                       temperature=data.get("temperature"), seed=data.get("seed"),
+                                       frequency_penalty=data.get("frequency_penalty"),
+                                       presence_penalty=data.get("presence_penalty"))
         sub = await sync_to_async(submit_or_raise)(
             api_key=api_key, messages=[("user", data["content"])], conversation_id=conversation_id,
             channel=Conversation.Channel.API, sampling=sampling, input_param="content")

@@ -8,15 +8,17 @@ from asgiref.sync import sync_to_async
 from django.http import JsonResponse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 
-from inference.text.validation import InvalidInput
 from tandem.chat import services
 from tandem.chat.models import Conversation
 from tandem.chat.sampling import sampling_for_openai
+from tandem.chat.validation import InvalidInput
 
 from . import serializers as s
 from .base import AsyncAPIView
 from .errors import ApiError
 from .replies import Reply, served_model_id
+from .request_fields import refuse_unhonoured
+from .structured import grammar_for_response_format
 
 ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 401, 404, 413, 429, 503)}
 
@@ -48,20 +50,24 @@ class ChatCompletionsView(AsyncAPIView):
 
     async def post_async(self, request):
         api_key = await self.authenticate(request)
-        data = self.validate(s.ChatCompletionRequestSerializer, self.json_body(request))
+        body = self.json_body(request)
+        refuse_unhonoured(body)  # before DRF, which would drop what it does not declare
+        data = self.validate(s.ChatCompletionRequestSerializer, body)
         if data["model"] != served_model_id():
             raise ApiError(404, f"The model '{data['model']}' does not exist; this deployment serves "
                                 f"'{served_model_id()}'.", code="model_not_found", param="model")
         sampling = sampling_for_openai(
             quota=api_key.tenant.quota, max_tokens=data.get("max_completion_tokens") or data.get("max_tokens"),
             temperature=data.get("temperature"), top_p=data.get("top_p"), seed=data.get("seed"),
-            stop=data.get("stop"),
+            stop=data.get("stop"), top_k=data.get("top_k"), frequency_penalty=data.get("frequency_penalty"),
+            presence_penalty=data.get("presence_penalty"), repetition_penalty=data.get("repetition_penalty"),
+            logit_bias=data.get("logit_bias"), grammar=grammar_for_response_format(data.get("response_format")),
         )
         # OpenAI's "developer" role is its newer name for "system".
         messages = [("system" if m["role"] == "developer" else m["role"], m["content"]) for m in data["messages"]]
         sub = await sync_to_async(submit_or_raise)(
             api_key=api_key, messages=messages, channel=Conversation.Channel.API,
-            visitor_id=data.get("user") or "", sampling=sampling,
+            visitor_id=data.get("user") or data.get("safety_identifier") or "", sampling=sampling,
         )
         reply = Reply(sub, completion_id=f"chatcmpl-{uuid.UUID(str(sub.assistant_message.pk)).hex}")
         if data.get("stream"):

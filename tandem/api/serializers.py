@@ -6,15 +6,19 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from .vocabulary import served_vocab_size
+
 ROLES = ("system", "developer", "user", "assistant")
 # Seeds the engine accepts (inference.engine.sampling.SamplingParams checks the same
 # range: a torch generator refuses anything outside it).
 SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
 VISITOR_ID_MAX = 128  # chat.Conversation.visitor_id
+TOP_K_MAX = 1000
+LOGIT_BIAS_MAX = 300  # OpenAI's own cap on the entries of logit_bias
 
 
 # At least one character that is neither whitespace nor a control character: what the
-# pipeline's validation accepts (see inference.text.validation.clean_user_text).
+# pipeline's validation accepts (see tandem.chat.validation.clean_user_text).
 TEXT_PATTERN = "[^\\s\\u0000-\\u001f\\u007f-\\u009f]"
 
 
@@ -67,6 +71,58 @@ class StopField(serializers.Field):
         return value
 
 
+@extend_schema_field({"type": "object", "nullable": True, "maxProperties": LOGIT_BIAS_MAX,
+                      "additionalProperties": {"type": "number", "minimum": -100, "maximum": 100}})
+class LogitBiasField(serializers.Field):
+    """OpenAI's logit_bias: {"<token id>": bias in -100..100}; to [[id, bias], …]."""
+
+    def to_internal_value(self, data):
+        if data is None:
+            return []
+        if not isinstance(data, dict) or len(data) > LOGIT_BIAS_MAX:
+            raise serializers.ValidationError(
+                f"logit_bias must be an object of at most {LOGIT_BIAS_MAX} token ids to biases.")
+        vocab = served_vocab_size()
+        out = []
+        for key, bias in data.items():
+            if not (isinstance(key, str) and key.isdigit() and int(key) < vocab):
+                raise serializers.ValidationError(f"'{key}' is not a token id of this model (0..{vocab - 1}).")
+            if isinstance(bias, bool) or not isinstance(bias, int | float) or not -100 <= bias <= 100:
+                raise serializers.ValidationError(f"The bias of token {key} must be a number in -100..100.")
+            out.append([int(key), float(bias)])
+        return out
+
+    def to_representation(self, value):
+        return value
+
+
+class JsonSchemaFormatSerializer(serializers.Serializer):
+    name = serializers.RegexField(r"^[a-zA-Z0-9_-]{1,64}$", max_length=64)
+    description = serializers.CharField(required=False, allow_blank=True)
+    schema = serializers.DictField(required=False)
+    strict = serializers.BooleanField(required=False, allow_null=True)
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            for key in data:
+                if key not in self.fields:
+                    raise serializers.ValidationError({key: "Unrecognized field."})
+        return super().to_internal_value(data)
+
+
+class ResponseFormatSerializer(serializers.Serializer):
+    """OpenAI's response_format: text, json_object, or json_schema (always enforced, by
+    grammar-constrained decoding, whether or not `strict` is set)."""
+
+    type = serializers.ChoiceField(choices=("text", "json_object", "json_schema"))
+    json_schema = JsonSchemaFormatSerializer(required=False)
+
+    def validate(self, attrs):
+        if attrs["type"] == "json_schema" and "json_schema" not in attrs:
+            raise serializers.ValidationError({"json_schema": "Required when type is 'json_schema'."})
+        return attrs
+
+
 class ChatCompletionRequestSerializer(serializers.Serializer):
     model = serializers.CharField(max_length=200)
     messages = ChatMessageSerializer(many=True, allow_empty=False)
@@ -80,7 +136,17 @@ class ChatCompletionRequestSerializer(serializers.Serializer):
     stream_options = StreamOptionsSerializer(required=False, allow_null=True)
     # Stored as the conversation's visitor id: the column's length, or PostgreSQL refuses it.
     user = serializers.CharField(required=False, allow_blank=True, max_length=VISITOR_ID_MAX)
+    safety_identifier = serializers.CharField(required=False, allow_blank=True, max_length=VISITOR_ID_MAX)
     n = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=1)
+    # vLLM's extension: keep the k most likely tokens (0 or absent: off).
+    top_k = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=TOP_K_MAX)
+    frequency_penalty = serializers.FloatField(required=False, allow_null=True, min_value=-2, max_value=2)
+    presence_penalty = serializers.FloatField(required=False, allow_null=True, min_value=-2, max_value=2)
+    # vLLM's extension: > 1 discourages tokens already in the prompt or the reply.
+    repetition_penalty = serializers.FloatField(required=False, allow_null=True, min_value=0.01,
+                                                max_value=10)
+    logit_bias = LogitBiasField(required=False, allow_null=True)
+    response_format = ResponseFormatSerializer(required=False, allow_null=True)
 
     def validate_top_p(self, value):
         if value is not None and value <= 0:
@@ -188,6 +254,9 @@ class PostMessageSerializer(serializers.Serializer):
     max_tokens = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     temperature = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=2)
     seed = serializers.IntegerField(required=False, allow_null=True, min_value=SEED_MIN, max_value=SEED_MAX)
+    # As OpenAI's; absent: Tandem's own default (tandem.chat.sampling), which stops loops.
+    frequency_penalty = serializers.FloatField(required=False, allow_null=True, min_value=-2, max_value=2)
+    presence_penalty = serializers.FloatField(required=False, allow_null=True, min_value=-2, max_value=2)
 
 
 class UsageDaySerializer(serializers.Serializer):
