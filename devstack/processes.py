@@ -127,7 +127,7 @@ def running_platform(*, db_url: str, model_dir: str, workers: list[tuple[str, st
                         log_dir=log_dir or new_log_dir(), web_urls=[f"http://127.0.0.1:{p}" for p in ports])
     for i, web_port in enumerate(ports):
         name = "web" if i == 0 else f"web-{i + 1}"
-        platform.procs[name] = _spawn(name, [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(web_port),
+        platform.procs[name] = _spawn(name, [sys.executable, "-m", "daphne", "--websocket_connect_timeout", "30", "-b", "127.0.0.1", "-p", str(web_port),
                                              "tandem.asgi:application"], env, platform.log_dir)
     pids = []
     for role, pool, wenv in workers:
@@ -138,7 +138,7 @@ def running_platform(*, db_url: str, model_dir: str, workers: list[tuple[str, st
         pids.append(platform.procs[name].pid)
     client = redis.Redis.from_url(env["REDIS_URL"])
     try:
-        wait_for(lambda: all(_port_open(p) for p in ports), timeout=60, what="daphne", procs=platform.procs,
+        wait_for(lambda: all(_port_open(p) for p in ports), timeout=180, what="daphne", procs=platform.procs,
                  log_dir=platform.log_dir)
         # Every worker, CPU tier included, beats once it is ready to take tasks.
         wait_for(lambda: {w.get("pid") for w in live_workers(client)} >= set(pids), timeout=180,
@@ -186,7 +186,7 @@ def extra_web(platform: Platform):
     """A second daphne process on the same database and Redis; yields its base URL."""
     port = free_port()
     name = f"web-{port}"
-    platform.procs[name] = _spawn(name, [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+    platform.procs[name] = _spawn(name, [sys.executable, "-m", "daphne", "--websocket_connect_timeout", "30", "-b", "127.0.0.1", "-p", str(port),
                                          "tandem.asgi:application"], platform.env, platform.log_dir)
     try:
         wait_for(lambda: _port_open(port), timeout=60, what="second daphne", procs={name: platform.procs[name]},

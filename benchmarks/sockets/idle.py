@@ -78,7 +78,10 @@ class IdleSockets:
                                  additional_headers={"X-Forwarded-For": addr}, open_timeout=self.open_timeout,
                                  ping_interval=None, max_queue=4, compression=None)
         except Exception as exc:  # noqa: BLE001 - every failure is counted by its kind
-            return type(exc).__name__
+            status = getattr(getattr(exc, "response", None), "status_code", None)
+            # HTTP 403 here is daphne's WSREJECT: the consumer did not accept within its
+            # handshake timeout (--websocket_connect_timeout, 5 s).
+            return f"HTTP {status}" if status else type(exc).__name__
         try:
             # A new visitor's first frame is its `visitor` token: the consumer's connect
             # ran to its end. A refusal is an error frame and a close instead.

@@ -7,8 +7,8 @@ from __future__ import annotations
 from ..machine import measured_on
 from ..report import fmt, heading, table
 
-IDLE_HEADERS = ["web procs", "sockets", "connected", "still open", "refused", "burst s", "RSS start MB",
-                "RSS MB", "KB/socket", "idle CPU %", "Redis conns", "fds"]
+IDLE_HEADERS = ["web procs", "sockets", "connected", "still open", "refused", "burst s", "connect p99 ms",
+                "RSS start MB", "RSS MB", "KB/socket", "idle CPU %", "Redis conns", "fds"]
 STREAM_HEADERS = ["web procs", "idle open", "chats", "completed", "errors", "TTFT p50", "TTFT p99", "ITL p50",
                   "ITL p99", "tok/s", "engine tok/s", "ratio", "engine TTFT p50", "Redis conns max/proc"]
 SLOW_HEADERS = ["web procs", "clients", "others' ITL p50", "p99", "with a slow one: p50", "p99", "p99 change %",
@@ -25,7 +25,7 @@ def idle_rows(phase: dict) -> list[list]:
     start_rss = _sum(phase["start"], "rss_mb")
     for lv in phase["idle"]:
         rows.append([phase["web_processes"], lv["sockets"], lv["connected"], lv["still_open"],
-                     sum(lv["refused"].values()), lv["burst_span_s"], start_rss, _sum(lv["procs"], "rss_mb"),
+                     sum(lv["refused"].values()), lv["burst_span_s"], lv["connect_ms"]["p99"], start_rss, _sum(lv["procs"], "rss_mb"),
                      lv["rss_kb_per_socket"], _sum(lv["procs"], "idle_cpu_percent"),
                      _sum(lv["procs"], "redis_connections"), _sum(lv["procs"], "open_fds")])
     return rows

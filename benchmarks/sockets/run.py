@@ -42,7 +42,7 @@ from .webproc import WebProbe
 
 # --quick: every code path in seconds, on the tiny model; its figures mean nothing.
 QUICK = {"idle": "40", "chats": "4", "slow_among": 4, "max_output_tokens": 8, "idle_cpu_s": 0.5,
-         "model": "tiny", "frame_every_s": 0.2, "warmup": 1, "decode_slots": 8}
+         "model": "tiny", "frame_every_s": 0.2, "warmup": 1, "decode_slots": 8, "slow_pairs": 1}
 # Sockets opened beside the idle ones in each phase (chat visitors, the benchmark's own
 # connections) that must fit under the open-file limit too.
 FD_HEADROOM = 512
@@ -58,8 +58,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--burst-s", type=float, default=1.0, help="seconds over which a level's connects start")
     p.add_argument("--idle-cpu-s", type=float, default=10.0, help="window over which idle CPU is measured")
     p.add_argument("--frame-every-s", type=float, default=1.0, help="the slow client's pace")
+    p.add_argument("--slow-pairs", type=int, default=2,
+                   help="pairs of rounds without and with the slow client, alternated A B B A (default 2)")
     p.add_argument("--warmup", type=int, default=2, help="unmeasured requests each side before measuring")
     p.add_argument("--no-engine", action="store_true", help="skip the engine-alone comparison")
+    p.add_argument("--batch-frames", action="store_true",
+                   help="chat clients ask for token frames carrying several tokens (batch=1, docs/protocol.md)")
     platform_site.add_site_options(p)
     add_quick_options(p, default_out="var/bench/sockets.json")
     return parse_quick(p, argv, name="sockets", default_out="var/bench/sockets.json", quick_defaults=QUICK,
@@ -71,8 +75,10 @@ def main(argv: list[str]) -> None:
     idle_levels = sorted(int(x) for x in args.idle.split(",") if x.strip())
     chat_levels = [int(x) for x in args.chats.split(",") if x.strip()]
     phases = [int(x) for x in args.web_processes.split(",") if x.strip()]
-    if min(idle_levels + chat_levels + phases, default=1) < 1 or not phases or args.slow_among == 1:
-        raise SystemExit("--idle, --chats and --web-processes take positive counts; --slow-among 0 or 2+")
+    if (min(idle_levels + chat_levels + phases, default=1) < 1 or not phases or args.slow_among == 1
+            or args.slow_pairs < 1):
+        raise SystemExit("--idle, --chats, --web-processes and --slow-pairs take positive counts; "
+                         "--slow-among 0 or 2+")
     limit = raise_open_files_limit()  # daphne, started below, inherits it
     need = max(idle_levels, default=0) + max(chat_levels, default=0) + args.slow_among + FD_HEADROOM
     if need > limit:
@@ -89,6 +95,7 @@ def main(argv: list[str]) -> None:
         result["config"] = {
             "idle": idle_levels, "chats": chat_levels, "slow_among": args.slow_among, "web_processes": phases,
             "max_output_tokens": args.max_output_tokens, "burst_s": args.burst_s, "idle_cpu_s": args.idle_cpu_s,
+            "batch_frames": args.batch_frames,
             "model": str(site.model_dir), "dtype": args.dtype, "decode_slots": args.decode_slots,
             "open_files_limit": limit, "platform_env": env, "run_dir": str(site.run_dir),
         }
@@ -158,7 +165,8 @@ class Bench:
         for _ in range(self.args.warmup):
             if self.engine is not None:
                 self.engine_ask(Trace(prompt_n=self.prompts()))
-            [v] = vis.open_visitors(self.ws_urls(["web"]), self.key, 1, first_address=self.addresses.reserve(1))
+            [v] = vis.open_visitors(self.ws_urls(["web"]), self.key, 1, first_address=self.addresses.reserve(1),
+                                      batch=self.args.batch_frames)
             try:
                 tr = v.ask(Trace(prompt_n=self.prompts()))
             finally:
@@ -209,7 +217,8 @@ class Bench:
         if self.engine is not None:
             e_traces = together(m, lambda i: self.engine_ask(Trace(client=i, prompt_n=first + i)))
             engine = summarize_traces(e_traces)
-        visitors = vis.open_visitors(urls, self.key, m, first_address=self.addresses.reserve(m))
+        visitors = vis.open_visitors(urls, self.key, m, first_address=self.addresses.reserve(m),
+                                     batch=self.args.batch_frames)
         peak = _Peak(probes)
         try:
             traces = vis.chat_round(visitors, first_prompt=first)
@@ -221,26 +230,38 @@ class Bench:
                  if engine and engine["aggregate_tps"] and platform["aggregate_tps"] else None)
         say(f"  {m} chats beside {idle_open} idle: {m - platform['error_count']}/{m} completed "
             f"{platform['errors'] or ''}, {fmt(platform['aggregate_tps'])} tok/s vs engine "
-            f"{fmt(engine and engine['aggregate_tps'])} (ratio {fmt(ratio, 2)})")
+            f"{fmt(engine and engine['aggregate_tps'])} (ratio {fmt(ratio, 2)}); Redis connections at the peak "
+            f"{peak.clients_at_peak}")
         return {"chats": m, "idle_open": idle_open, "platform": platform, "engine": engine, "ratio": ratio,
                 "redis_connections_max": peak.max,
-                "redis_connections_max_per_process": peak.per_process, "traces": [t.to_json() for t in traces]}
+                "redis_connections_max_per_process": peak.per_process,
+                "redis_clients_at_peak": peak.clients_at_peak, "traces": [t.to_json() for t in traces]}
 
     def slow(self, urls: list[str], n: int) -> dict:
-        visitors = vis.open_visitors(urls, self.key, n, first_address=self.addresses.reserve(n))
+        """--slow-pairs pairs of rounds, one without the slow reader and one with it, in
+        the order A B B A ..., so a change in the machine's background load falls on both."""
+        visitors = vis.open_visitors(urls, self.key, n, first_address=self.addresses.reserve(n),
+                                     batch=self.args.batch_frames)
+        without: list[Trace] = []
+        with_slow: list[Trace] = []
+        slow_traces: list[Trace] = []
         try:
-            without = vis.chat_round(visitors, first_prompt=self.prompts.reserve(n))
-            with_slow = vis.chat_round(visitors, first_prompt=self.prompts.reserve(n), slow=0,
-                                       frame_every_s=self.args.frame_every_s)
+            for pair in range(self.args.slow_pairs):
+                for slowed in ((False, True) if pair % 2 == 0 else (True, False)):
+                    traces = vis.chat_round(visitors, first_prompt=self.prompts.reserve(n),
+                                            slow=0 if slowed else None, frame_every_s=self.args.frame_every_s)
+                    # Visitor 0 is the slow one when there is one: the others are 1..n-1 always.
+                    (with_slow if slowed else without).extend(traces[1:])
+                    if slowed:
+                        slow_traces.append(traces[0])
         finally:
             vis.close_all(visitors)
-        # Visitor 0 is the slow one in the second round: the others are 1..n-1 both times.
-        a, b = summarize_traces(without[1:]), summarize_traces(with_slow[1:])
+        a, b = summarize_traces(without), summarize_traces(with_slow)
         p99a, p99b = a["itl_ms"]["p99"], b["itl_ms"]["p99"]
         change = (p99b - p99a) * 100 / p99a if p99a and p99b is not None else None
         say(f"  slow client among {n}: others' ITL p99 {fmt(p99a)} -> {fmt(p99b)} ms ({fmt(change)}%)")
-        return {"clients": n, "without": a, "with": b, "p99_change_percent": change,
-                "slow_client": with_slow[0].to_json()}
+        return {"clients": n, "pairs": self.args.slow_pairs, "without": a, "with": b, "p99_change_percent": change,
+                "slow_client": [t.to_json() for t in slow_traces]}
 
 
 def _pcts(values: list[float]) -> dict:
@@ -253,6 +274,7 @@ class _Peak:
 
     def __init__(self, probes: list[WebProbe]):
         self.probes, self.per_process = probes, [0] * len(probes)
+        self.clients_at_peak: list[dict] = [{} for _ in probes]  # by client name, when each peaked
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="redis-conns", daemon=True)
         self._thread.start()
@@ -265,7 +287,9 @@ class _Peak:
         while not self._stop.is_set():
             for i, probe in enumerate(self.probes):
                 try:
-                    self.per_process[i] = max(self.per_process[i], probe.redis_connections())
+                    clients = probe.redis_clients()
+                    if sum(clients.values()) > self.per_process[i]:
+                        self.per_process[i], self.clients_at_peak[i] = sum(clients.values()), clients
                 except Exception:  # noqa: BLE001, S110 - a sample missed is not a failed run
                     pass
             self._stop.wait(0.5)

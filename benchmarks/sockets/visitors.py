@@ -15,14 +15,43 @@ from .idle import address
 
 
 class Visitor(ChatClient):
-    """ChatClient from an address of its own (X-Forwarded-For)."""
+    """ChatClient from an address of its own (X-Forwarded-For). With `batch`, it asks for
+    token frames that carry several tokens (docs/protocol.md, `batch=1`) and counts each
+    token of such a frame as arriving with it."""
 
-    def __init__(self, ws_url: str, key: str, addr: str, *, timeout: float = 300):
+    def __init__(self, ws_url: str, key: str, addr: str, *, batch: bool = False, timeout: float = 300):
         import websockets.sync.client as ws_client
 
         self.timeout = timeout
-        self.conn = ws_client.connect(f"{ws_url}/ws/chat/?key={key}", origin=ORIGIN, open_timeout=60,
-                                      max_size=2**22, additional_headers={"X-Forwarded-For": addr})
+        conn = ws_client.connect(f"{ws_url}/ws/chat/?key={key}" + ("&batch=1" if batch else ""), origin=ORIGIN,
+                                 open_timeout=60, max_size=2**22, additional_headers={"X-Forwarded-For": addr})
+        self.conn = _OneTokenPerFrame(conn) if batch else conn
+
+
+class _OneTokenPerFrame:
+    """A connection whose recv() hands a frame of k tokens on as k one-token frames (the
+    text with the first), so ChatClient's counting of one token per frame holds."""
+
+    def __init__(self, conn):
+        self.conn, self.pending = conn, []
+
+    def send(self, data) -> None:
+        self.conn.send(data)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def recv(self, timeout: float | None = None) -> str:
+        if self.pending:
+            return self.pending.pop(0)
+        raw = self.conn.recv(timeout=timeout)
+        frame = json.loads(raw)
+        count = frame.get("count", 1) if frame.get("type") == "token" else 1
+        if count == 1:
+            return raw
+        first = frame["index"]
+        self.pending = [json.dumps({**frame, "index": first + i, "text": "", "count": 1}) for i in range(1, count)]
+        return json.dumps({**frame, "count": 1})
 
 
 def slow_ask(visitor: Visitor, trace: Trace, *, frame_every_s: float, until) -> Trace:
@@ -57,9 +86,9 @@ def _prompt(trace: Trace) -> str:
     return prompt_text(trace.prompt_n)
 
 
-def open_visitors(ws_urls: list[str], key: str, n: int, *, first_address: int) -> list[Visitor]:
+def open_visitors(ws_urls: list[str], key: str, n: int, *, first_address: int, batch: bool = False) -> list[Visitor]:
     """n visitors, spread over the web processes in turn, opened together."""
-    return together(n, lambda i: Visitor(ws_urls[i % len(ws_urls)], key, address(first_address + i)))
+    return together(n, lambda i: Visitor(ws_urls[i % len(ws_urls)], key, address(first_address + i), batch=batch))
 
 
 def chat_round(visitors: list[Visitor], *, first_prompt: int, slow: int | None = None,

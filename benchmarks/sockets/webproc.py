@@ -27,16 +27,25 @@ class WebProbe:
         after, dt = self.proc.cpu_times(), time.monotonic() - t0
         return 100.0 * ((after.user - before.user) + (after.system - before.system)) / dt
 
-    def redis_connections(self) -> int:
-        """Redis's clients whose address is one of this process's connections to it."""
+    def redis_clients(self) -> dict[str, int]:
+        """Redis's clients whose address is one of this process's connections to it, by
+        the name they gave (CLIENT SETNAME; "-" for none): which pool or reader holds them."""
         mine = {c.laddr.port for c in self.proc.net_connections(kind="tcp")
                 if c.raddr and c.raddr.port == self.redis_port}
-        clients = self.redis.client_list()
-        return sum(1 for c in clients if int(c["addr"].rsplit(":", 1)[1]) in mine)
+        out: dict[str, int] = {}
+        for c in self.redis.client_list():
+            if int(c["addr"].rsplit(":", 1)[1]) in mine:
+                name = c.get("name") or "-"
+                out[name] = out.get(name, 0) + 1
+        return out
+
+    def redis_connections(self) -> int:
+        return sum(self.redis_clients().values())
 
     def open_files(self) -> int:
         return self.proc.num_fds()
 
     def snapshot(self, *, cpu_window_s: float) -> dict:
+        clients = self.redis_clients()
         return {"rss_mb": self.rss_mb(), "idle_cpu_percent": self.cpu_percent(cpu_window_s),
-                "redis_connections": self.redis_connections(), "open_fds": self.open_files()}
+                "redis_connections": sum(clients.values()), "redis_clients": clients, "open_fds": self.open_files()}
