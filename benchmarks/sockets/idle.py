@@ -80,7 +80,8 @@ class IdleSockets:
         except Exception as exc:  # noqa: BLE001 - every failure is counted by its kind
             status = getattr(getattr(exc, "response", None), "status_code", None)
             # HTTP 403 here is daphne's WSREJECT: the consumer did not accept within its
-            # handshake timeout (--websocket_connect_timeout, 5 s).
+            # handshake timeout (--websocket_connect_timeout: 5 s by default, 30 s as the
+            # platform starts daphne).
             return f"HTTP {status}" if status else type(exc).__name__
         try:
             # A new visitor's first frame is its `visitor` token: the consumer's connect
