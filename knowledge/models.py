@@ -15,6 +15,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 MAX_TOP_K = 16
+MODES = ("hybrid", "bm25")
 
 # PostgreSQL's built-in text-search configurations (`\dF`): the tenant's language picks
 # the stemmer and stop words its chunks are indexed and queried with.
@@ -39,6 +40,8 @@ class KnowledgeSettings(models.Model):
         help_text="Passages scoring below this (0..1) are left out.")
     language = models.CharField(max_length=16, default="english", choices=[(x, x) for x in LANGUAGES],
                                 help_text="The text-search configuration (stemming, stop words).")
+    mode = models.CharField(max_length=8, default="hybrid", choices=[(x, x) for x in MODES],
+                            help_text="hybrid: full-text and dense vectors fused; bm25: full-text alone.")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -103,6 +106,8 @@ class Source(models.Model):
 class SourceFile(models.Model):
     """An uploaded file of a files source, kept as uploaded: parsing runs in the sync on
     the CPU tier, never on the web request that received it."""
+
+    TENANT_PATH = "source__tenant"
 
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="files")
     name = models.CharField(max_length=255)

@@ -10,7 +10,8 @@ from collections.abc import Iterable
 from tenants.access import access_list, access_owned
 from tenants.models import Tenant
 
-from .models import Article, Citation, KnowledgeSettings
+from . import embedding, fusion
+from .models import Article, Citation, KnowledgeSettings, Source, SourceFile
 from .search import Hit, backend_for, query_terms
 
 # Words of the previous user message added to the newest message's: enough for a
@@ -66,18 +67,25 @@ def retrieval_spec(tenant: Tenant) -> dict:
         return {}
     if not s.enabled:
         return {}
-    return {"k": s.top_k, "min_score": s.min_score, "language": s.language}
+    return {"k": s.top_k, "min_score": s.min_score, "language": s.language, "mode": s.mode}
 
 
 def retrieve(*, tenant_id: int, message: str, context: str = "", k: int, min_score: float = 0.0,
-             language: str = "english") -> list[Hit]:
+             language: str = "english", mode: str = "hybrid") -> list[Hit]:
     """The tenant's top `k` chunks for `message` (plus a few words of `context`, the
-    previous user message), best first: one query, the tenant inside it."""
+    previous user message), best first. `bm25`: one full-text query, the tenant inside
+    it. `hybrid` (when an embedding model is installed): that query's top FUSE_DEPTH
+    and the tenant's FUSE_DEPTH nearest chunks by vector, fused (`fusion`)."""
     terms = query_terms(message, language=language)
     for term in query_terms(context, language=language)[:CONTEXT_TERMS]:
         if term not in terms:
             terms.append(term)
-    return backend_for().search(tenant_id=tenant_id, terms=terms, k=k, min_score=min_score, language=language)
+    backend = backend_for()
+    if mode not in ("hybrid", "dense") or not embedding.available():
+        return backend.search(tenant_id=tenant_id, terms=terms, k=k, min_score=min_score, language=language)
+    # "dense" (the vectors alone) is for measuring: no setting selects it.
+    return fusion.hybrid_search(backend=backend, tenant_id=tenant_id, terms=terms if mode == "hybrid" else [],
+                                question=message, k=k, min_score=min_score, language=language)
 
 
 def passage(hit: Hit) -> str:
@@ -105,3 +113,30 @@ def citations_for(*, tenant: Tenant, message_ids: Iterable) -> dict[str, list[di
     for c in access_list(Citation, tenant=tenant).filter(message_id__in=ids).order_by("message_id", "rank"):
         out.setdefault(str(c.message_id), []).append(c.as_source())
     return out
+
+
+def source_get(*, tenant: Tenant, source_id) -> Source:
+    """Raises tenants.access.NotFound("source") for another tenant's id, like a missing one."""
+    return access_owned(Source, "source", tenant=tenant, pk=source_id)
+
+
+def source_list(*, tenant: Tenant) -> list[Source]:
+    """The tenant's sources, oldest first, with how many articles each holds."""
+    from django.db.models import Count
+
+    return list(access_list(Source, tenant=tenant).defer("state").annotate(article_count=Count("articles")))
+
+
+def source_files(*, source: Source) -> list[SourceFile]:
+    """A files source's files, by name, without their bytes."""
+    return list(source.files.defer("data"))
+
+
+def source_errors(source: Source) -> list[dict]:
+    """The last sync's per-page (per-file) errors: [{"where", "error"}]."""
+    return list((source.state or {}).get("errors", []))
+
+
+def manual_article_count(*, tenant: Tenant) -> int:
+    """Articles typed in or imported (no source)."""
+    return access_list(Article, tenant=tenant).filter(origin__isnull=True).count()

@@ -25,9 +25,10 @@ from django.utils import timezone
 from tenants.access import access_list
 from tenants.models import Tenant
 
+from . import dense, embedding
 from .chunking import chunk_text
 from .cleaning import UnsafeHtml, body_to_text
-from .models import LANGUAGES, MAX_TOP_K, Article, Chunk, Citation, KnowledgeSettings
+from .models import LANGUAGES, MAX_TOP_K, MODES, Article, Chunk, Citation, KnowledgeSettings
 from .search import backend_for
 from .selectors import settings_for
 from .terms import terms_adjust
@@ -37,7 +38,9 @@ log = logging.getLogger(__name__)
 INDEX_TASK = "knowledge.index_article"
 INDEX_QUEUE = "cpu"
 INDEX_PRIORITY = 9  # the broker's last step: a chat request on the same queue goes first
-CHUNKER_VERSION = "1"  # part of what an index was built from: bump to re-chunk everything
+# Part of what an index was built from: bump to re-chunk everything. 2: chunks carry
+# dense vectors (`embedding`).
+CHUNKER_VERSION = "2"
 
 MAX_TITLE_CHARS = 300
 MAX_BODY_CHARS = 200_000
@@ -208,6 +211,7 @@ def article_delete(*, article: Article) -> None:
     with transaction.atomic():
         terms_adjust(tenant_id=article.tenant_id, removed=backend_for().term_counts(article_id=article.pk))
         Chunk.objects.filter(article_id=article.pk).delete()
+        dense.revision_bump(tenant_id=article.tenant_id)
         article.delete()
 
 
@@ -289,6 +293,14 @@ def _index_on_commit(article_ids: list) -> None:
 # -- indexing ---------------------------------------------------------------------------
 
 
+def _vectors(title: str, pieces) -> list[bytes | None]:
+    """Each chunk's dense vector (float16 bytes), or None each without an embedding model."""
+    if not embedding.available():
+        return [None] * len(pieces)
+    matrix = embedding.embed([embedding.chunk_text(title, p.heading, p.text) for p in pieces])
+    return [embedding.to_bytes(row) for row in matrix]
+
+
 def _digest(article: Article, language: str) -> str:
     raw = json.dumps([CHUNKER_VERSION, language, article.title, article.url, article.text])
     return hashlib.sha256(raw.encode()).hexdigest()
@@ -313,11 +325,13 @@ def article_index(*, article_id) -> Article | None:
             # chunks are counted before they go and the new ones once indexed.
             removed = backend.term_counts(article_id=article.pk)
             Chunk.objects.filter(article_id=article.pk).delete()
+            vectors = _vectors(article.title, pieces)
             Chunk.objects.bulk_create([
                 Chunk(tenant_id=article.tenant_id, article_id=article.pk, ordinal=i, title=article.title,
-                      heading=piece.heading[:600], text=piece.text, n_words=piece.n_words)
+                      heading=piece.heading[:600], text=piece.text, n_words=piece.n_words, embedding=vectors[i])
                 for i, piece in enumerate(pieces)
             ])
+            dense.revision_bump(tenant_id=article.tenant_id)
             backend.index_article(article_id=article.pk, language=language)
             terms_adjust(tenant_id=article.tenant_id, removed=removed, added=backend.term_counts(article_id=article.pk))
             article.status, article.error = Article.Status.INDEXED, ""
@@ -351,9 +365,9 @@ def tenant_reindex(*, tenant: Tenant, index: str = "async") -> int:
 
 
 def settings_update(*, tenant: Tenant, **changes) -> KnowledgeSettings:
-    """Change some of enabled, top_k, min_score, language. A new language re-indexes
-    the tenant's articles (its stemming and stop words change)."""
-    allowed = {"enabled", "top_k", "min_score", "language"}
+    """Change some of enabled, top_k, min_score, language, mode. A new language
+    re-indexes the tenant's articles (its stemming and stop words change)."""
+    allowed = {"enabled", "top_k", "min_score", "language", "mode"}
     unknown = set(changes) - allowed
     if unknown:
         name = sorted(unknown)[0]
@@ -369,6 +383,8 @@ def settings_update(*, tenant: Tenant, **changes) -> KnowledgeSettings:
         if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 <= m <= 1:
             raise KnowledgeInputError("min_score", "min_score must be a number from 0 to 1.")
         changes["min_score"] = float(m)
+    if "mode" in changes and changes["mode"] not in MODES:
+        raise KnowledgeInputError("mode", f"mode must be one of {', '.join(MODES)}.")
     if "language" in changes and changes["language"] not in LANGUAGES:
         raise KnowledgeInputError("language", f"language must be one of {', '.join(LANGUAGES)}.")
     with transaction.atomic():

@@ -42,6 +42,10 @@ from ..stats import percentile
 BASE_DIR = Path(__file__).resolve().parents[2]
 BENCH_DIR = BASE_DIR / "var" / "bench"
 QUESTIONS = BASE_DIR / "benchmarks" / "knowledge" / "questions.jsonl"
+# 60 questions about the same articles that share no content word (no English lexeme) with
+# the article that answers them: what full-text search alone cannot bridge.
+NO_OVERLAP = BASE_DIR / "benchmarks" / "knowledge" / "no_overlap.jsonl"
+MODES = ("bm25", "dense", "hybrid")
 HELP_CENTRE = BASE_DIR / "knowledge" / "fixtures" / "demo-help-centre"
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 SYSTEM_PROMPT = "You are the friendly support assistant of Demo Co. Answer briefly."
@@ -56,21 +60,32 @@ def summary_ms(xs: list[float]) -> dict:
 # -- the child: one backend ---------------------------------------------------------------
 
 
-def questions() -> list[dict]:
-    return [json.loads(line) for line in QUESTIONS.read_text().splitlines() if line.strip()]
+def questions(path: Path = QUESTIONS) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def measure_quality(tenant) -> dict:
-    from knowledge import importing, selectors, services
+    """hit@1/hit@3 on both question sets in each mode (BM25 alone, vectors alone, the
+    two fused); the top-level figures are the paraphrase set's in the default mode."""
+    from knowledge import embedding, importing, services
 
     result = services.articles_import(tenant=tenant, items=importing.parse_folder(HELP_CENTRE), index="inline")
     source_of = {str(a.pk): a.source for a in result.articles}
-    qs = questions()
+    modes = MODES if embedding.available() else ("bm25",)
+    sets = {name: {mode: _quality(tenant, source_of, questions(path), mode) for mode in modes}
+            for name, path in (("paraphrase", QUESTIONS), ("no_overlap", NO_OVERLAP))}
+    default = sets["paraphrase"]["hybrid" if "hybrid" in modes else "bm25"]
+    return {"articles": len(result.articles), **default, "sets": sets}
+
+
+def _quality(tenant, source_of: dict, qs: list[dict], mode: str) -> dict:
+    from knowledge import selectors
+
     hit1 = hit3 = 0
     misses = []
     for q in qs:
         ranked: list[str] = []
-        for h in selectors.retrieve(tenant_id=tenant.pk, message=q["question"], k=10):
+        for h in selectors.retrieve(tenant_id=tenant.pk, message=q["question"], k=10, mode=mode):
             source = source_of.get(h.article_id, h.article_id)  # a synthetic chunk's article has none
             if source not in ranked:
                 ranked.append(source)
@@ -78,8 +93,8 @@ def measure_quality(tenant) -> dict:
         hit3 += q["article"] in ranked[:3]
         if q["article"] not in ranked[:3]:
             misses.append({"question": q["question"], "expected": q["article"], "got": ranked[:3]})
-    return {"articles": len(result.articles), "questions": len(qs), "hit@1": round(hit1 / len(qs), 3),
-            "hit@3": round(hit3 / len(qs), 3), "misses": misses}
+    return {"questions": len(qs), "hit@1": round(hit1 / len(qs), 3), "hit@3": round(hit3 / len(qs), 3),
+            "misses": misses}
 
 
 def synthetic_chunks(tenant, n: int, rng: random.Random) -> None:
@@ -87,6 +102,7 @@ def synthetic_chunks(tenant, n: int, rng: random.Random) -> None:
     index them on SQLite; one UPDATE computes the vectors on PostgreSQL)."""
     from django.db import connection, transaction
 
+    from knowledge import dense, embedding
     from knowledge.models import Article, Chunk, KnowledgeSettings
     from knowledge.search import backend_for
     from knowledge.search.postgres import chunk_vector
@@ -108,11 +124,16 @@ def synthetic_chunks(tenant, n: int, rng: random.Random) -> None:
                 Article(tenant=tenant, title=f"{rng.choice(titles)} ({start + i})", body="synthetic", text="synthetic",
                         status=Article.Status.INDEXED, chunk_count=per_article)
                 for i in range(0, count, per_article)])
-            Chunk.objects.bulk_create([
+            chunks = [
                 Chunk(tenant=tenant, article=articles[i // per_article], ordinal=i % per_article,
                       title=articles[i // per_article].title,
                       text=". ".join(rng.sample(sentences, 6)) + ". " + " ".join(rng.sample(tail, 4)), n_words=120)
-                for i in range(count)], batch_size=500)
+                for i in range(count)]
+            if embedding.available():  # as indexing embeds them
+                vectors = embedding.embed([embedding.chunk_text(c.title, c.heading, c.text) for c in chunks])
+                for c, v in zip(chunks, vectors, strict=True):
+                    c.embedding = embedding.to_bytes(v)
+            Chunk.objects.bulk_create(chunks, batch_size=500)
         if connection.vendor == "postgresql":
             Chunk.objects.filter(tenant=tenant).update(search_vector=chunk_vector("english"))
         # As indexing counts them (each backend its own way), an article at a time.
@@ -121,6 +142,7 @@ def synthetic_chunks(tenant, n: int, rng: random.Random) -> None:
         for article_id in Article.objects.filter(tenant=tenant).values_list("pk", flat=True):
             total.update(backend.term_counts(article_id=article_id))
         terms_adjust(tenant_id=tenant.pk, added=total)
+        dense.revision_bump(tenant_id=tenant.pk)
         KnowledgeSettings.objects.get_or_create(tenant=tenant)  # as the first indexed article makes it
     if connection.vendor == "sqlite":
         with connection.cursor() as cursor:
@@ -128,18 +150,24 @@ def synthetic_chunks(tenant, n: int, rng: random.Random) -> None:
             cursor.execute("ANALYZE")
 
 
-def measure_latency(tenant, n_queries: int) -> dict:
-    from knowledge import selectors
+def measure_latency(tenant, n_queries: int, mode: str = "bm25") -> dict:
+    from knowledge import dense, selectors
 
     qs = [q["question"] for q in questions()]
-    for q in qs[:20]:  # warm the caches and the connection
-        selectors.retrieve(tenant_id=tenant.pk, message=q, k=3)
+    dense.cache_clear()
+    t0 = time.perf_counter()
+    for q in qs[:20]:  # warm the caches and the connection (hybrid: the first loads the vectors)
+        selectors.retrieve(tenant_id=tenant.pk, message=q, k=3, mode=mode)
+    warm_s = time.perf_counter() - t0
     times = []
     for i in range(n_queries):
         t0 = time.perf_counter()
-        selectors.retrieve(tenant_id=tenant.pk, message=qs[i % len(qs)], k=3)
+        selectors.retrieve(tenant_id=tenant.pk, message=qs[i % len(qs)], k=3, mode=mode)
         times.append(time.perf_counter() - t0)
-    return summary_ms(times)
+    out = summary_ms(times)
+    if mode != "bm25":
+        out.update(vector_cache_mb=round(dense.cache_bytes() / 2**20, 2), warm_s=round(warm_s, 2))
+    return out
 
 
 def measure_cpu_tier(tenant, n_requests: int) -> dict:
@@ -240,6 +268,7 @@ def child(backend: str, sizes: list[int], n_queries: int, out_path: Path, *, cpu
     from django.core.management import call_command
     from django.db import connection, connections
 
+    from knowledge import embedding
     from tenants.services import tenant_create
 
     try:
@@ -264,6 +293,8 @@ def child(backend: str, sizes: list[int], n_queries: int, out_path: Path, *, cpu
                     cursor.execute("VACUUM ANALYZE knowledge_chunk")
             build_s = time.perf_counter() - t0
             result["latency"][str(n)] = {**measure_latency(tenant, n_queries), "build_s": round(build_s, 1)}
+            if embedding.available():
+                result.setdefault("latency_hybrid", {})[str(n)] = measure_latency(tenant, n_queries, "hybrid")
             say(f"{backend}: {n} chunks: {result['latency'][str(n)]}")
             if n == max(sizes):
                 say(f"{backend}: the CPU tier's added time at {n} chunks")

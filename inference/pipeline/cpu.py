@@ -126,7 +126,7 @@ def _knowledge_hits(spec: RequestSpec, history: list[dict]) -> list[Hit] | None:
     try:
         return retrieve(tenant_id=spec.tenant_id, message=users[-1], context=users[-2] if len(users) > 1 else "",
                         k=int(r.get("k", 3)), min_score=float(r.get("min_score", 0.0)),
-                        language=str(r.get("language", "english")))
+                        language=str(r.get("language", "english")), mode=str(r.get("mode", "hybrid")))
     except DatabaseError:
         log.warning("retrieval failed for %s; answering without knowledge", spec.request_id, exc_info=True)
         return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from knowledge.models import LANGUAGES, MAX_TOP_K, Article
+from knowledge.models import LANGUAGES, MAX_TOP_K, MODES, Article
 
 
 def article_data(a: Article, *, body: bool = False) -> dict:
@@ -92,6 +92,8 @@ class KnowledgeSettingsSerializer(serializers.Serializer):
     top_k = serializers.IntegerField(min_value=1, max_value=MAX_TOP_K)
     min_score = serializers.FloatField(min_value=0, max_value=1)
     language = serializers.ChoiceField(choices=LANGUAGES)
+    mode = serializers.ChoiceField(choices=MODES, help_text="hybrid: full-text and dense vectors fused; bm25: "
+                                                            "full-text alone")
 
 
 class KnowledgeSettingsUpdateSerializer(serializers.Serializer):
@@ -99,3 +101,4 @@ class KnowledgeSettingsUpdateSerializer(serializers.Serializer):
     top_k = serializers.IntegerField(required=False, min_value=1, max_value=MAX_TOP_K)
     min_score = serializers.FloatField(required=False, min_value=0, max_value=1)
     language = serializers.ChoiceField(choices=LANGUAGES, required=False)
+    mode = serializers.ChoiceField(choices=MODES, required=False)

@@ -192,7 +192,7 @@ class KnowledgeSettingsView(AsyncAPIView):
 
 def _settings_data(s) -> dict:
     return {"object": "knowledge.settings", "enabled": s.enabled, "top_k": s.top_k, "min_score": s.min_score,
-            "language": s.language}
+            "language": s.language, "mode": s.mode}
 
 
 def _json(view: AsyncAPIView, request) -> dict:

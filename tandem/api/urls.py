@@ -4,6 +4,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from . import conversation_views as conv
+from . import knowledge_source_views as ksv
 from . import knowledge_views as kv
 from . import openai_views as oai
 
@@ -29,6 +30,11 @@ urlpatterns = [
     path("api/v1/knowledge/articles/import/", kv.ArticleImportView.as_view()),
     path("api/v1/knowledge/articles/<str:article_id>/", kv.ArticleDetailView.as_view()),
     path("api/v1/knowledge/settings/", kv.KnowledgeSettingsView.as_view()),
+    path("api/v1/knowledge/sources/", ksv.SourceListView.as_view()),
+    path("api/v1/knowledge/sources/<str:source_id>/", ksv.SourceDetailView.as_view()),
+    path("api/v1/knowledge/sources/<str:source_id>/sync/", ksv.SourceSyncView.as_view()),
+    path("api/v1/knowledge/sources/<str:source_id>/files/", ksv.SourceFilesView.as_view()),
+    path("api/v1/knowledge/sources/<str:source_id>/files/<int:file_id>/", ksv.SourceFileDetailView.as_view()),
     path("api/schema/", docs_view(SpectacularAPIView.as_view()), name="schema"),
     path("api/docs/", docs_view(SpectacularSwaggerView.as_view(url_name="schema")), name="api-docs"),
 ]

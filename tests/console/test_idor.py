@@ -11,7 +11,7 @@ import uuid
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from knowledge.models import Article
+from knowledge.models import Article, Source, SourceFile
 from tandem.chat.models import OfflineMessage
 from tenants import invitations
 from tenants.models import ApiKey, ComputePool, Invitation, Membership
@@ -51,6 +51,10 @@ def article_of(tenant, title: str = "Returns") -> Article:
                                   text="Send it back within 30 days.")
 
 
+def b_source(b) -> Source:
+    return Source.objects.filter(tenant=b).first() or Source.objects.create(tenant=b, kind="files", name="B's files")
+
+
 def other_tenants_values(world) -> dict[str, list[dict]]:
     """For each id a path can carry: the ways to point at tenant B's object while signed
     in as A's owner (B's own slug, or A's slug with B's object)."""
@@ -68,6 +72,9 @@ def other_tenants_values(world) -> dict[str, list[dict]]:
         "invitation_id": (Invitation.objects.filter(tenant=b).first() or invitations.invitation_create(
             tenant=b, identifier="someone.else@example.test", role="viewer")[0]).pk,
         "token": "not-an-invitation-token",  # a link token: only its holder has it
+        "source_id": b_source(b).pk,
+        "file_id": (SourceFile.objects.filter(source__tenant=b).first() or SourceFile.objects.create(
+            source=b_source(b), name="b.txt", data=b"B's", size=3, sha256="0" * 64)).pk,
     }
 
 

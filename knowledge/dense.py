@@ -1,0 +1,90 @@
+"""Dense retrieval in the CPU worker's memory: a tenant's chunk vectors as one float32
+matrix [n, 256], scored against the question's vector with one matrix product, the top
+k by argpartition. PostgreSQL here has no vector index (pgvector is not packaged for
+these machines), and reading 10k vectors per question would cost more than scoring them.
+
+The matrix is loaded on a tenant's first question and kept while it is current: every
+change to a tenant's chunks (indexing, deleting) bumps the tenant's revision, a
+`knowledge_term` row (word REVISION, in the same transaction as the change); each
+question reads it through the unique index (one row) and reloads the matrix when it
+moved. Memory: 1 KiB a chunk (256 float32), bounded over all tenants by
+TANDEM_KNOWLEDGE_VECTOR_CACHE_MB, least recently used tenant dropped first."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, OrderedDict
+
+from django.conf import settings
+from django.db import connections
+
+from .terms import terms_adjust
+
+# Not a word any query can hold (query words are letters and digits).
+REVISION = "#rev"
+_lock = threading.Lock()
+_cache: OrderedDict[int, tuple[int, object, object]] = OrderedDict()  # tenant -> (revision, ids, matrix)
+
+
+def revision_bump(*, tenant_id: int) -> None:
+    """The tenant's chunks changed: its cached matrix is stale from the next question on."""
+    terms_adjust(tenant_id=tenant_id, added=Counter({REVISION: 1}))
+
+
+def _revision(cursor, tenant_id: int) -> int:
+    cursor.execute("SELECT df FROM knowledge_term WHERE tenant_id = %s AND word = %s", [tenant_id, REVISION])
+    row = cursor.fetchone()
+    return row[0] if row else 0
+
+
+def _budget_bytes() -> int:
+    return int(getattr(settings, "TANDEM_KNOWLEDGE_VECTOR_CACHE_MB", 512)) * 1024 * 1024
+
+
+def _matrix(tenant_id: int, using: str):
+    """(ids [n] int64, vectors [n, 256] float32) of the tenant's chunks, current."""
+    import numpy as np
+
+    with connections[using].cursor() as cursor:
+        rev = _revision(cursor, tenant_id)
+        with _lock:
+            hit = _cache.get(tenant_id)
+            if hit is not None and hit[0] == rev:
+                _cache.move_to_end(tenant_id)
+                return hit[1], hit[2]
+        cursor.execute("SELECT id, embedding FROM knowledge_chunk WHERE tenant_id = %s AND embedding IS NOT NULL",
+                       [tenant_id])
+        rows = cursor.fetchall()
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    vectors = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float16).reshape(len(rows), -1) \
+        .astype(np.float32) if rows else np.zeros((0, 256), dtype=np.float32)
+    with _lock:
+        _cache[tenant_id] = (rev, ids, vectors)
+        _cache.move_to_end(tenant_id)
+        while len(_cache) > 1 and sum(v[2].nbytes for v in _cache.values()) > _budget_bytes():
+            _cache.popitem(last=False)
+    return ids, vectors
+
+
+def search(*, tenant_id: int, question, k: int, using: str = "default") -> list[tuple[int, float]]:
+    """[(chunk id, cosine similarity)] of the tenant's k nearest chunks, best first."""
+    import numpy as np
+
+    ids, vectors = _matrix(tenant_id, using)
+    if not len(ids) or k < 1:
+        return []
+    scores = vectors @ question  # [n]
+    k = min(k, len(ids))
+    top = np.argpartition(-scores, k - 1)[:k]
+    top = top[np.argsort(-scores[top], kind="stable")]
+    return [(int(ids[i]), float(scores[i])) for i in top]
+
+
+def cache_bytes() -> int:
+    with _lock:
+        return sum(v[1].nbytes + v[2].nbytes for v in _cache.values())
+
+
+def cache_clear() -> None:
+    with _lock:
+        _cache.clear()

@@ -1,0 +1,85 @@
+"""Hybrid retrieval (full-text and dense vectors from the embedding model that ships in
+the `wordllama` wheel, fused by reciprocal rank): it finds questions that share no word
+with their article, which full-text search alone misses (a few of the benchmark's
+no-overlap set ship here as test data); a question about nothing finds nothing; the
+vectors are the tenant's own; a change to the chunks is seen by the next question."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from knowledge import dense, embedding, selectors, services
+from knowledge.models import Chunk
+from tests.factories import make_tenant
+
+from .conftest import import_help_centre
+
+pytestmark = [pytest.mark.django_db,
+              pytest.mark.skipif(not embedding.available(), reason="the wordllama package is not installed")]
+EXAMPLES = [json.loads(line) for line in (Path(__file__).parent / "no_overlap_examples.jsonl").read_text().splitlines()]
+
+
+def ranked(tenant, articles, question: str, mode: str) -> list[str]:
+    source_of = {str(a.pk): path for path, a in articles.items()}
+    out: list[str] = []
+    for h in selectors.retrieve(tenant_id=tenant.pk, message=question, k=10, mode=mode):
+        if source_of.get(h.article_id) not in out:
+            out.append(source_of.get(h.article_id))
+    return out
+
+
+@pytest.fixture
+def help_centre():
+    dense.cache_clear()
+    tenant = make_tenant().tenant
+    return tenant, import_help_centre(tenant)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e["question"] for e in EXAMPLES])
+def test_hybrid_finds_a_question_that_shares_no_word_with_its_article_where_bm25_does_not(help_centre, example):
+    tenant, articles = help_centre
+    assert example["article"] not in ranked(tenant, articles, example["question"], "bm25")[:3]
+    assert ranked(tenant, articles, example["question"], "hybrid")[0] == example["article"]
+
+
+def test_every_chunk_is_stored_with_its_vector(help_centre):
+    tenant, _ = help_centre
+    vectors = list(Chunk.objects.filter(tenant=tenant).values_list("embedding", flat=True))
+    assert vectors and all(v is not None and len(bytes(v)) == embedding.DIM * 2 for v in vectors)
+
+
+def test_a_question_about_nothing_in_the_help_centre_finds_nothing(help_centre):
+    tenant, _ = help_centre
+    assert selectors.retrieve(tenant_id=tenant.pk, message="xylophone zeppelin quasar", k=3, mode="hybrid") == []
+
+
+def test_another_tenants_vectors_are_never_returned():
+    dense.cache_clear()
+    mine, theirs = make_tenant().tenant, make_tenant().tenant
+    import_help_centre(theirs)
+    services.articles_import(tenant=mine, items=[services.ArticleInput(title="Opening hours",
+                                                                       body="We open at nine.")], index="inline")
+    hits = selectors.retrieve(tenant_id=mine.pk, message="My blades feel blunt", k=10, mode="hybrid")
+    theirs_chunks = set(Chunk.objects.filter(tenant=theirs).values_list("pk", flat=True))
+    assert not {h.chunk_id for h in hits} & theirs_chunks
+    assert dense.search(tenant_id=mine.pk, question=embedding.embed(["knife"])[0], k=50)  # mine, and only mine
+    assert {cid for cid, _ in dense.search(tenant_id=mine.pk, question=embedding.embed(["knife"])[0], k=50)} \
+        <= set(Chunk.objects.filter(tenant=mine).values_list("pk", flat=True))
+
+
+def test_a_deleted_article_is_not_returned_by_the_next_question(help_centre):
+    tenant, articles = help_centre
+    question = "My blades feel blunt"
+    assert ranked(tenant, articles, question, "hybrid")[0] == "products/knife-sharpening.md"  # cached now
+    services.article_delete(article=articles["products/knife-sharpening.md"])
+    assert "products/knife-sharpening.md" not in ranked(tenant, articles, question, "hybrid")
+
+
+def test_a_tenant_that_chose_bm25_gets_it_in_its_request_spec(help_centre):
+    tenant, _ = help_centre
+    services.settings_update(tenant=tenant, mode="bm25")
+    fresh = type(tenant).objects.get(pk=tenant.pk)
+    assert selectors.retrieval_spec(fresh)["mode"] == "bm25"
