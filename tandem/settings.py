@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "tandem.chat",
     "tandem.api",
     "tandem.console",
+    "tandem.feedback",
 ]
 
 MIDDLEWARE = [
@@ -331,3 +332,7 @@ TANDEM_WEB_REDIS_CONNECTIONS = int(os.environ.get("TANDEM_WEB_REDIS_CONNECTIONS"
 # ... and this many for its sync code (services on executor threads).
 TANDEM_WEB_REDIS_SYNC_CONNECTIONS = int(os.environ.get("TANDEM_WEB_REDIS_SYNC_CONNECTIONS", "3"))
 TANDEM_WEB_REDIS_WAIT_S = float(os.environ.get("TANDEM_WEB_REDIS_WAIT_S", "10"))
+# Feedback (docs/outcomes.md): the widget asks "How did we do?" once a conversation the
+# assistant answers has had no visitor message for this many minutes (0: never on idle;
+# an agent resolving a conversation always asks).
+TANDEM_CSAT_IDLE_MINUTES = float(os.environ.get("TANDEM_CSAT_IDLE_MINUTES", "10"))

@@ -4,6 +4,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from . import conversation_views as conv
+from . import feedback_views as fbv
 from . import knowledge_source_views as ksv
 from . import knowledge_views as kv
 from . import openai_views as oai
@@ -25,6 +26,8 @@ urlpatterns = [
     path("api/v1/conversations/", conv.ConversationListView.as_view()),
     path("api/v1/conversations/<str:conversation_id>/", conv.ConversationDetailView.as_view()),
     path("api/v1/conversations/<str:conversation_id>/messages/", conv.ConversationMessagesView.as_view()),
+    path("api/v1/conversations/<str:conversation_id>/csat/", fbv.ConversationCsatView.as_view()),
+    path("api/v1/messages/<str:message_id>/feedback/", fbv.MessageFeedbackView.as_view()),
     path("api/v1/usage/", conv.UsageView.as_view()),
     path("api/v1/knowledge/articles/", kv.ArticleListView.as_view()),
     path("api/v1/knowledge/articles/import/", kv.ArticleImportView.as_view()),

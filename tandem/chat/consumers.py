@@ -21,6 +21,7 @@ from django.conf import settings
 from inference.text.validation import InvalidInput
 from inference.wire import streams
 from inference.wire.connections import async_redis
+from tandem.feedback import socket as feedback_socket
 from tenants import changes
 from tenants.models import ApiKey
 from tenants.services import (
@@ -162,10 +163,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
         kind = frame.get("type")
         handler = {"message": self._on_message, "cancel": self._on_cancel, "resume": self._on_resume,
                    "history": self._on_history, "handoff": self.live.on_handoff,
-                   "typing": self.live.on_typing, "offline": self.live.on_offline}.get(kind) if isinstance(kind, str) else None
+                   "typing": self.live.on_typing, "offline": self.live.on_offline,
+                   "feedback": lambda f: feedback_socket.on_feedback(self, f),
+                   "csat": lambda f: feedback_socket.on_csat(self, f)}.get(kind) if isinstance(kind, str) else None
         if handler is None:
-            await self._error("unknown_type",
-                              "type must be one of: message, cancel, resume, history, handoff, typing, offline.")
+            await self._error("unknown_type", "type must be one of: message, cancel, resume, history, handoff, "
+                                              "typing, offline, feedback, csat.")
             return
         try:
             await handler(frame)
