@@ -4,9 +4,10 @@ One folder per layer, highest first (import-linter checks the order; see
 docs/architecture.md):
 
 - `tasks`      Celery entry points, one per hop; nothing imports them back.
-- `pipeline/`  the request lifecycle: submit (web side), the web/CPU hand-off, one module
-               per hop (cpu, prefill, decode, colocated), and `outcomes`, the one module
-               that writes a reply's rows.
+- `pipeline/`  the request lifecycle: `api` (all the web tier sees: submit, cancel),
+               the web/CPU rendezvous, one module per hop (cpu, prefill, decode,
+               colocated), and `outcomes`, which reports how a reply ended to the sink
+               the web tier registers (nothing here imports `tandem`).
 - `worker/`    a model worker process: its runtime, config, start-up signals, heartbeats,
                cancel listening and the prefill batcher.
 - `wire/`      what crosses process boundaries: Redis keys, the request spec, token

@@ -23,12 +23,13 @@ from knowledge.selectors import passage, retrieve, sources_of
 from ..text import cache_scope, handover
 from ..text.prompting import PromptTooLong, _encode, build_prompt
 from ..text.tokenizer import get_tokenizer
-from ..text.validation import InvalidInput, clean_user_text
+from ..text.validation import TextRejected, clean_user_text
 from ..wire import broker, streams
 from ..wire.connections import get_redis
 from ..wire.spec import RequestSpec, load_with_cancel, save
 from ..worker.budget import disarm
 from . import outcomes, rendezvous
+from .contracts import HANDOVER, HANDOVER_UNGROUNDED
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ def preprocess_request(request_id: str) -> str | None:
             if handover.asks_for_person(history[-1]["content"], spec.handover_patterns):
                 # No prompt, no model call: the reply is the hand-over (pipeline.outcomes).
                 rendezvous.report(client, request_id, rendezvous.cpu_failed(
-                    outcomes.HANDOVER, spec.handover_text or handover.DEFAULT_TEXT))
+                    HANDOVER, spec.handover_text or handover.DEFAULT_TEXT))
                 return None
             hits = _knowledge_hits(spec, history)
             if hits == [] and spec.retrieval and spec.handover_ungrounded:
@@ -63,7 +64,7 @@ def preprocess_request(request_id: str) -> str | None:
                 # answers rather than the model guessing (a failed read, None, does not
                 # count: that is an outage, not an unanswerable question).
                 rendezvous.report(client, request_id, rendezvous.cpu_failed(
-                    outcomes.HANDOVER_UNGROUNDED, spec.handover_text or handover.DEFAULT_TEXT))
+                    HANDOVER_UNGROUNDED, spec.handover_text or handover.DEFAULT_TEXT))
                 return None
             hits = hits or []
             context_room = max(16, settings.TANDEM_MAX_CONTEXT - spec.sampling.max_tokens)
@@ -75,7 +76,7 @@ def preprocess_request(request_id: str) -> str | None:
             spec.sources = sources_of(hits[:prompt.knowledge_used])
         except PromptTooLong as exc:
             failure = ("prompt_too_long", str(exc))
-        except (InvalidInput, ValueError) as exc:
+        except ValueError as exc:  # TextRejected, or a value no prompt can take
             failure = (getattr(exc, "code", "invalid_message"), str(exc))
     # The web tier enqueued this before storing the message rows: the request goes on
     # (or fails) once both the rows and the prompt are done, by whichever comes second.
@@ -145,7 +146,7 @@ def prompt_parts(spec: RequestSpec) -> tuple[str | None, list[dict]]:
         else:
             history.append({"role": m["role"], "content": m["content"]})
     if not history or history[-1]["role"] != "user":
-        raise InvalidInput("The conversation must end with a user message.")
+        raise TextRejected("The conversation must end with a user message.")
     history[-1]["content"] = clean_user_text(history[-1]["content"])
     system_prompt = "\n\n".join(p for p in [spec.system_prompt, *extra_system] if p) or None
     return system_prompt, _alternating(history)

@@ -22,6 +22,7 @@ import redis
 
 from ..wire import broker, keys, worker_ownership
 from . import outcomes
+from .contracts import HANDOVER, HANDOVER_UNGROUNDED
 
 KEY_TTL_S = 600
 WEB, CPU = "web", "cpu"
@@ -102,9 +103,9 @@ def _act(client: redis.Redis, request_id: str, reports: list[dict]) -> str:
         return DROPPED
     if "failed" in cpu:
         code, message = cpu["failed"]
-        if code in (outcomes.HANDOVER, outcomes.HANDOVER_UNGROUNDED):  # a person answers: `message` is the reply
+        if code in (HANDOVER, HANDOVER_UNGROUNDED):  # a person answers: `message` is the reply
             outcomes.request_handover(request_id=request_id, text=message,
-                                      reason="words" if code == outcomes.HANDOVER else "ungrounded")
+                                      reason="words" if code == HANDOVER else "ungrounded")
         else:
             outcomes.request_fail(request_id=request_id, code=code, message=message)
         return FAILED

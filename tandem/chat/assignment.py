@@ -22,7 +22,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from inference.text.validation import InvalidInput
+from tandem.chat.validation import InvalidInput
 from tenants.access import NotFound, access_list
 from tenants.membership import Can, role_can
 from tenants.models import Membership, Tenant

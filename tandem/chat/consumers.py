@@ -18,9 +18,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from inference.text.validation import InvalidInput
 from inference.wire import streams
 from inference.wire.connections import async_redis
+from tandem.chat.validation import InvalidInput
 from tandem.feedback import socket as feedback_socket
 from tenants import changes
 from tenants.models import ApiKey

@@ -11,23 +11,13 @@ from __future__ import annotations
 
 import uuid
 
-from django.db import transaction
-
-from inference.pipeline import submit as pipeline
-from inference.pipeline.route import route_for_tenant
-from inference.text import handover
-from inference.text.tokenizer import estimate_prompt_tokens
-from inference.text.validation import InvalidInput
-from inference.wire.connections import get_redis
-from inference.wire.spec import RequestSpec
-from knowledge.selectors import retrieval_spec
-from tenants import quotas
+from inference.pipeline import api as pipeline
+from tandem.chat.validation import InvalidInput
 from tenants.access import access_owned
 from tenants.models import Tenant
 
 from . import responder, services
 from .models import Conversation, Message
-from .sampling import sampling_for_tandem
 
 # Below every reply a visitor waits for: the agent can write their own meanwhile.
 PRIORITY_DROP = 5
@@ -49,35 +39,17 @@ def draft_request(*, tenant: Tenant, conversation_id, agent) -> tuple[Message, b
     if not history:
         raise InvalidInput("The visitor has not written anything to answer yet.", code="nothing_to_answer")
     request_id = str(uuid.uuid4())
-    route = route_for_tenant(tenant)
-    spec = RequestSpec(
-        request_id=request_id, tenant_id=tenant.pk, api_key_id=None, conversation_id=str(conversation.pk),
-        channel=conversation.channel, sampling=sampling_for_tandem(quota=quota),
-        priority=route.priority - PRIORITY_DROP, max_decode_slots=route.max_decode_slots,
-        prefill_pool=route.prefill_pool, decode_pool=route.decode_pool, colocated=route.colocated,
-        system_prompt=tenant.system_prompt, max_prompt_tokens=quota.max_prompt_tokens,
-        prompt_messages=history,
+    route = pipeline.route_for_tenant(tenant)
+    spec = services.request_spec(
+        tenant=tenant, route=route, request_id=request_id, conversation_id=conversation.pk,
+        channel=conversation.channel, api_key_id=None, sampling=None, prompt_messages=history,
         # A person already has the conversation: nothing to hand over to.
-        handover_patterns=handover.OFF, retrieval=retrieval_spec(tenant),
-    )
-    client = get_redis()
-    admission = quotas.admit(
-        client, tenant_id=tenant.pk, limits=quotas.QuotaLimits.from_quota(quota), request_id=request_id,
-        prompt_tokens=estimate_prompt_tokens(system_prompt=tenant.system_prompt,
-                                             history=[m["content"] for m in history[:-1]],
-                                             new=[history[-1]["content"]], max_prompt_tokens=quota.max_prompt_tokens),
-        max_output_tokens=spec.sampling.max_tokens, store=pipeline.request_keys(spec))
-    if not admission.allowed:
-        raise services.QuotaRefused(admission)
-    try:
-        pipeline.request_enqueue(spec=spec)
-        with transaction.atomic():
-            draft = Message.objects.create(id=request_id, conversation=conversation, role=Message.Role.DRAFT,
-                                           status=Message.Status.QUEUED, author=agent,
-                                           author_name=responder.display_name(agent))
-    except BaseException:
-        quotas.release(client, tenant_id=tenant.pk, request_id=request_id)
-        pipeline.request_stored(request_id=request_id, committed=False)
-        raise
-    transaction.on_commit(lambda: pipeline.request_stored(request_id=request_id, committed=True))
+        handover={"handover_patterns": pipeline.HANDOVER_OFF}, priority_drop=PRIORITY_DROP)
+    admission = services.request_admit(spec=spec, tenant=tenant, history=[m["content"] for m in history[:-1]],
+                                       new=[history[-1]["content"]])
+    draft = services.request_submit(
+        spec=spec, admission=admission,
+        write_rows=lambda: Message.objects.create(id=request_id, conversation=conversation, role=Message.Role.DRAFT,
+                                                  status=Message.Status.QUEUED, author=agent,
+                                                  author_name=responder.display_name(agent)))
     return draft, services.route_is_served(route)

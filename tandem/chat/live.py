@@ -12,7 +12,7 @@ import time
 
 from channels.db import database_sync_to_async
 
-from inference.text.validation import InvalidInput
+from tandem.chat.validation import InvalidInput
 
 from . import assignment, events, responder, services
 

@@ -25,8 +25,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from inference.text import handover
-from inference.text.validation import InvalidInput, clean_user_text
 from inference.wire.connections import get_redis
+from tandem.chat.validation import InvalidInput, clean_user_text
 from tenants import audit
 
 from . import assignment, events

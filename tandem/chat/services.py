@@ -6,19 +6,16 @@ exactly as what does not exist."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from django.conf import settings
-from django.db import transaction
 
-from inference.pipeline import submit as pipeline
-from inference.pipeline.route import Route, route_for_tenant, served_by
-from inference.text.tokenizer import estimate_prompt_tokens
-from inference.text.validation import InvalidInput, clean_user_text
-from inference.wire.connections import get_redis
-from inference.wire.spec import RequestSpec, Sampling
-from inference.wire.workers import live_workers
+from inference.pipeline import api as pipeline
+from inference.pipeline.api import RequestSpec, Route, Sampling
 from knowledge.selectors import retrieval_spec
+from tandem.chat.validation import InvalidInput, clean_user_text
 from tenants import changes, quotas
 from tenants.access import NotFound, access_list, access_owned  # noqa: F401 - NotFound: what callers catch
 from tenants.models import ApiKey, Tenant
@@ -112,7 +109,7 @@ def conversation_messages(*, tenant: Tenant, conversation_id) -> list[Message]:
 
 def route_is_served(route: Route) -> bool:
     # One read of the heartbeats for both tiers (each read is two round trips).
-    return served_by(route, live_workers(get_redis()))
+    return pipeline.route_is_served(route)
 
 
 def prompt_history(conversation: Conversation, *, max_prompt_tokens: int) -> list[dict]:
@@ -176,9 +173,8 @@ def chat_submit(
     if not messages or messages[-1][0] != Message.Role.USER:
         raise InvalidInput("The last message must be from the user.", param="messages")
     cleaned = [(role, clean_user_text(text)) for role, text in messages]
-    client = get_redis()
     if refresh_key:
-        key_version = changes.version(client)  # before the read: a later change is noticed
+        key_version = changes.version(pipeline.get_redis())  # before the read: a later change is noticed
         api_key = api_key_refresh(api_key=api_key)
     if visitor is not None:
         visitor = visitor_recheck(tenant=api_key.tenant, visitor=visitor)
@@ -201,32 +197,17 @@ def chat_submit(
     # spec (what every tier reads) is stored by the same script.
     for attempt in range(3):
         tenant = api_key.tenant
-        quota = tenant.quota
-        route = route_for_tenant(tenant)
-        spec = RequestSpec(
-            request_id=str(request_id), tenant_id=tenant.pk, api_key_id=api_key.pk,
-            conversation_id=str(conversation_id), channel=channel,
-            sampling=sampling or sampling_for_tandem(quota=quota),
-            priority=route.priority, max_decode_slots=route.max_decode_slots,
-            prefill_pool=route.prefill_pool, decode_pool=route.decode_pool, colocated=route.colocated,
-            # The prompt's inputs travel in the spec, so the CPU tier reads no database but
-            # for retrieval (one query, with the settings it needs in the spec).
-            system_prompt=tenant.system_prompt, max_prompt_tokens=quota.max_prompt_tokens,
+        route = pipeline.route_for_tenant(tenant)
+        spec = request_spec(
+            tenant=tenant, route=route, request_id=request_id, conversation_id=conversation_id, channel=channel,
+            api_key_id=api_key.pk, sampling=sampling,
             prompt_messages=history + [{"role": role, "content": text} for role, text in cleaned],
-            **responder.handover_spec(tenant=tenant, channel=channel),
-            retrieval=retrieval_spec(tenant),
-        )
+            handover=responder.handover_spec(tenant=tenant, channel=channel))
         checked = key_version is not None and attempt < 2  # the last try reads and admits unchecked
-        admission = quotas.admit(
-            client, tenant_id=tenant.pk, limits=quotas.QuotaLimits.from_quota(quota), request_id=str(request_id),
-            prompt_tokens=estimate_prompt_tokens(
-                system_prompt=tenant.system_prompt, history=[m["content"] for m in history],
-                new=[t for _, t in cleaned], max_prompt_tokens=quota.max_prompt_tokens),
-            max_output_tokens=spec.sampling.max_tokens,
+        admission = request_admit(
+            spec=spec, tenant=tenant, history=[m["content"] for m in history], new=[t for _, t in cleaned],
             if_current=(changes.KEY, key_version) if checked else None,
-            store=pipeline.request_keys(spec),
-            subjects=widget_subjects(visitor=visitor, client_ip=client_ip) if visitor is not None else (),
-        )
+            subjects=widget_subjects(visitor=visitor, client_ip=client_ip) if visitor is not None else ())
         if admission.reason != "stale":
             break
         # An operator changed a tenant, key or pool since the key was read: read it again.
@@ -234,40 +215,82 @@ def chat_submit(
         api_key = api_key_refresh(api_key=api_key)
         if visitor is not None:  # the change may be to identity verification
             visitor = visitor_recheck(tenant=api_key.tenant, visitor=visitor)
-    if not admission.allowed:
-        raise QuotaRefused(admission)
-    try:
-        # Enqueued before the rows are written: the CPU tier prepares the prompt while
-        # they are; the request goes on once both are done, by whichever finishes second
-        # (the commit is reported below; see inference.pipeline.rendezvous).
-        pipeline.request_enqueue(spec=spec)
-        with transaction.atomic():
-            if conversation is None:
-                owner = visitor.conversation_fields() if visitor is not None else {"visitor_id": visitor_id}
-                conversation = Conversation.objects.create(id=conversation_id, tenant=tenant, channel=channel,
-                                                           **owner)
-            else:
-                conversation.save(update_fields=["updated_at"])  # a new one is created with it set
-            # The new messages and the queued reply in one INSERT, numbered (Message.seq)
-            # in this order.
-            assistant = Message(id=request_id, conversation=conversation, role=Message.Role.ASSISTANT,
-                                status=Message.Status.QUEUED)
-            Message.objects.bulk_create(
-                [*(Message(conversation=conversation, role=role, content=text) for role, text in cleaned), assistant]
-            )
-    except BaseException:
-        quotas.release(client, tenant_id=tenant.pk, request_id=str(request_id))
-        pipeline.request_stored(request_id=str(request_id), committed=False)
-        raise
-    # At once, or when an outer transaction (a caller's own) commits.
-    transaction.on_commit(lambda: pipeline.request_stored(request_id=str(request_id), committed=True))
+
+    def write_rows() -> tuple[Conversation, Message]:
+        # The new messages and the queued reply in one INSERT, numbered (Message.seq) in
+        # this order, with the conversation they go in.
+        if conversation is None:
+            owner = visitor.conversation_fields() if visitor is not None else {"visitor_id": visitor_id}
+            stored = Conversation.objects.create(id=conversation_id, tenant=tenant, channel=channel, **owner)
+        else:
+            stored = conversation
+            stored.save(update_fields=["updated_at"])  # a new one is created with it set
+        assistant = Message(id=request_id, conversation=stored, role=Message.Role.ASSISTANT,
+                            status=Message.Status.QUEUED)
+        Message.objects.bulk_create(
+            [*(Message(conversation=stored, role=role, content=text) for role, text in cleaned), assistant])
+        return stored, assistant
+
+    conversation, assistant = request_submit(spec=spec, admission=admission, write_rows=write_rows)
     return Submission(api_key=api_key, key_version=key_version, conversation=conversation,
                       assistant_message=assistant, route=route, admission=admission, served=route_is_served(route),
                       visitor=visitor)
 
 
+# -- one request to the pipeline, as a visitor's message (chat_submit) and an agent's
+# draft (tandem.chat.drafts) both make it ------------------------------------------------
+
+T = TypeVar("T")
+
+
+def request_spec(*, tenant: Tenant, route: Route, request_id, conversation_id, channel: str, api_key_id: int | None,
+                 sampling: Sampling | None, prompt_messages: list[dict], handover: dict,
+                 priority_drop: int = 0) -> RequestSpec:
+    """What every tier reads of a request. The prompt's inputs travel in it, so the CPU
+    tier reads no database but for retrieval (one query, with the settings it needs in
+    the spec). `handover`: the CPU tier's "asks for a person in words" settings
+    (responder.handover_spec, or {"handover_patterns": pipeline.HANDOVER_OFF})."""
+    quota = tenant.quota
+    return RequestSpec(
+        request_id=str(request_id), tenant_id=tenant.pk, api_key_id=api_key_id,
+        conversation_id=str(conversation_id), channel=channel,
+        sampling=sampling or sampling_for_tandem(quota=quota),
+        priority=route.priority - priority_drop, max_decode_slots=route.max_decode_slots,
+        prefill_pool=route.prefill_pool, decode_pool=route.decode_pool, colocated=route.colocated,
+        system_prompt=tenant.system_prompt, max_prompt_tokens=quota.max_prompt_tokens,
+        prompt_messages=prompt_messages, **handover, retrieval=retrieval_spec(tenant),
+    )
+
+
+def request_admit(*, spec: RequestSpec, tenant: Tenant, history: list[str], new: list[str],
+                  if_current: tuple[str, int] | None = None, subjects=()) -> quotas.Admission:
+    """Admit `spec` against its tenant's quotas (and `subjects`' own limits), storing its
+    keys in the same round trip; `if_current` makes the admission "stale" when a
+    tenants.changes version moved since the caller read it. The prompt's size is an
+    estimate from `history` and the `new` messages' text."""
+    quota = tenant.quota
+    return quotas.admit(
+        pipeline.get_redis(), tenant_id=tenant.pk, limits=quotas.QuotaLimits.from_quota(quota),
+        request_id=spec.request_id,
+        prompt_tokens=pipeline.estimate_prompt_tokens(
+            system_prompt=tenant.system_prompt, history=history, new=new, max_prompt_tokens=quota.max_prompt_tokens),
+        max_output_tokens=spec.sampling.max_tokens, if_current=if_current, store=pipeline.request_keys(spec),
+        subjects=subjects,
+    )
+
+
+def request_submit(*, spec: RequestSpec, admission: quotas.Admission, write_rows: Callable[[], T]) -> T:
+    """QuotaRefused when the admission refused; else submit the request with the rows
+    `write_rows` stores for it (pipeline.submit: enqueued before the rows are written,
+    so the CPU tier prepares the prompt while they are; the commit is reported when the
+    caller's outermost transaction commits)."""
+    if not admission.allowed:
+        raise QuotaRefused(admission)
+    return pipeline.submit(spec=spec, write_rows=write_rows)
+
+
 def chat_cancel(*, tenant: Tenant, message_id, visitor: Visitor | None = None) -> Message:
     msg = message_get(tenant=tenant, message_id=message_id, visitor=visitor)
     if not msg.is_final:
-        pipeline.request_cancel(request_id=str(msg.pk))
+        pipeline.cancel(request_id=str(msg.pk))
     return msg

@@ -18,7 +18,6 @@ from devstack.processes import wait_for
 from inference.pipeline import cpu
 from inference.pipeline.submit import request_stored
 from inference.text import handover
-from inference.text.validation import InvalidInput
 from inference.wire import keys, streams
 from inference.wire.connections import get_redis
 from inference.wire.spec import RequestSpec, Sampling
@@ -26,6 +25,7 @@ from inference.wire.spec import save as spec_save
 from knowledge.selectors import retrieval_spec
 from tandem.chat import assignment, responder, services
 from tandem.chat.models import Conversation, Message, OfflineMessage
+from tandem.chat.validation import InvalidInput
 from tandem.chat.visitors import visitor_establish
 from tenants.models import ApiKey, Membership, UsageRecord
 from tenants.services import api_key_authenticate

@@ -9,12 +9,12 @@ import time
 import pytest
 
 from inference.pipeline.cpu import preprocess_request
-from inference.text.validation import InvalidInput
 from inference.wire import keys
 from inference.wire.connections import get_redis
 from inference.wire.spec import load
 from tandem.chat import services
 from tandem.chat.models import Conversation, Message
+from tandem.chat.validation import InvalidInput
 from tests.factories import make_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)

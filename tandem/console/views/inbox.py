@@ -13,10 +13,10 @@ from django.contrib import messages
 from django.http import JsonResponse
 from django.shortcuts import redirect
 
-from inference.text.validation import InvalidInput
 from tandem.chat import assignment, responder
 from tandem.chat import inbox as chat_inbox
 from tandem.chat.models import Conversation, OfflineMessage
+from tandem.chat.validation import InvalidInput
 from tenants.access import NotFound
 from tenants.membership import Can
 
