@@ -75,9 +75,10 @@ def address_refusal(address: str) -> str | None:
     ip = ipaddress.ip_address(address.split("%")[0])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
-    for kind, test in (("loopback", ip.is_loopback), ("link-local", ip.is_link_local),
-                       ("private", ip.is_private), ("multicast", ip.is_multicast),
-                       ("reserved", ip.is_reserved), ("unspecified", ip.is_unspecified)):
+    # The most specific name first: 0.0.0.0 and 240.0.0.0/4 count as private too.
+    for kind, test in (("loopback", ip.is_loopback), ("unspecified", ip.is_unspecified),
+                       ("link-local", ip.is_link_local), ("multicast", ip.is_multicast),
+                       ("reserved", ip.is_reserved), ("private", ip.is_private)):
         if test:
             return kind
     if not ip.is_global:  # carrier-grade NAT (100.64/10) and the like

@@ -269,6 +269,8 @@ TANDEM_CPU_TIME_BUDGET_S = float(os.environ.get("TANDEM_CPU_TIME_BUDGET_S", "5")
 # reach although they resolve to a loopback, private or link-local address; none by default.
 TANDEM_OUTBOUND_ALLOW_HOSTS = [h.strip() for h in os.environ.get("TANDEM_OUTBOUND_ALLOW_HOSTS", "").split(",")
                                if h.strip()]
+# Memory the CPU worker may give the tenants' chunk vectors (hybrid retrieval, docs/knowledge.md).
+TANDEM_KNOWLEDGE_VECTOR_CACHE_MB = int(os.environ.get("TANDEM_KNOWLEDGE_VECTOR_CACHE_MB", "512"))
 # How many times a reply may move to another worker after its worker died (all stages
 # together) before it fails with `worker_lost`. Read by every worker's watcher.
 TANDEM_MIGRATION_LIMIT = int(os.environ.get("TANDEM_MIGRATION_LIMIT", "3"))

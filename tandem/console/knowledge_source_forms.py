@@ -35,6 +35,11 @@ class SourceSettingsForm(Form):
 class FilesSourceForm(Form):
     name = forms.CharField(label="Name", max_length=200, help_text="E.g. Manuals, Policies.")
 
+    def __init__(self, *args, **kwargs):
+        # Beside the website form on one page: ids of its own, so each label names its field.
+        kwargs.setdefault("auto_id", "files_%s")
+        super().__init__(*args, **kwargs)
+
 
 class SourceFileForm(Form):
     file = forms.FileField(label="File", help_text="PDF, DOCX, HTML, Markdown or text, at most 10 MiB; a file "
