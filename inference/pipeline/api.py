@@ -1,5 +1,5 @@
 """The pipeline as the web tier sees it, and all it sees: check a message's text, route
-a tenant, admit-and-store a request's keys, submit it, cancel it. Following a reply's
+a tenant, admit-and-store a request's keys, submit it, cancel it, fail it. Following a reply's
 tokens is the stream reader's (inference.wire.reader). How a reply goes comes back
 through the sink the web tier registers (`sink_register`, a `ReplySink`), so nothing
 under `inference` imports `tandem`."""
@@ -20,13 +20,14 @@ from ..wire.connections import get_redis
 from ..wire.spec import RequestSpec, Sampling
 from ..wire.workers import live_workers
 from .contracts import HANDOVER, HandOver, ReplyOutcome, ReplySink, ReplyState
+from .outcomes import request_fail
 from .route import Route, route_for_tenant, served_by
 from .sink import register as sink_register
 from .submit import request_cancel, request_enqueue, request_keys, request_stored
 
 __all__ = [
     "HANDOVER", "HANDOVER_OFF", "HandOver", "ReplyOutcome", "ReplySink", "ReplyState", "RequestSpec", "Route",
-    "Sampling", "TextRejected", "cancel", "clean_user_text", "estimate_prompt_tokens", "get_redis",
+    "Sampling", "TextRejected", "cancel", "clean_user_text", "fail", "estimate_prompt_tokens", "get_redis",
     "request_keys", "route_for_tenant", "route_is_served", "sink_register", "submit",
 ]
 
@@ -62,3 +63,10 @@ def submit(*, spec: RequestSpec, write_rows: Callable[[], T]) -> T:
 def cancel(*, request_id: str) -> None:
     """Stop a reply: tiers that have it stop, tiers that have not reached it skip it."""
     request_cancel(request_id=request_id)
+
+
+def fail(*, request_id: str, code: str, message: str) -> bool:
+    """End a reply the web tier stopped waiting for (it went silent): an error record
+    closes its stream, the sink marks it failed, its quota is released. False when it
+    was already final."""
+    return request_fail(request_id=request_id, code=code, message=message)

@@ -11,7 +11,7 @@ Round-robin (Tenant.handover_round_robin, off by default) gives a new hand-over 
 online agent who was assigned one least recently, by the same kind of conditional
 UPDATE as a claim (`WHERE handoff = 'pending_human' AND assignee IS NULL`), so an agent
 claiming at the same moment and the round-robin make exactly one owner. Nothing here
-publishes: the callers (tandem.chat.responder, inference.pipeline.outcomes) tell the
+publishes: the callers (tandem.chat.responder, tandem.chat.reply_sink) tell the
 conversation's sockets, as they do for every change of owner."""
 
 from __future__ import annotations
