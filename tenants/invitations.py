@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
 import unicodedata
 from datetime import timedelta
@@ -27,6 +28,8 @@ from django.utils import timezone
 from . import audit
 from .audit import SYSTEM, Actor
 from .models import Invitation, Membership, Tenant
+
+log = logging.getLogger(__name__)
 
 TTL = timedelta(days=7)
 MAX_PENDING_PER_TENANT = 200  # an owner's invitations in flight: enough for a team, not a mailer
@@ -89,12 +92,18 @@ def invitation_send(*, invitation: Invitation, link: str) -> bool:
     if "@" not in invitation.identifier:
         return False
     tenant, days = invitation.tenant, TTL.days
-    transaction.on_commit(lambda: send_mail(
-        subject=f"You are invited to {tenant.name} on Tandem",
-        message=f"You have been invited to join {tenant.name} as {invitation.role}.\n\n"
-                f"Accept or decline here (the link works for {days} days):\n{link}\n\n"
-                "If you were not expecting this, ignore this message.",
-        from_email=None, recipient_list=[invitation.identifier], fail_silently=True))
+
+    def send() -> None:
+        try:
+            send_mail(subject=f"You are invited to {tenant.name} on Tandem",
+                      message=f"You have been invited to join {tenant.name} as {invitation.role}.\n\n"
+                              f"Accept or decline here (the link works for {days} days):\n{link}\n\n"
+                              "If you were not expecting this, ignore this message.",
+                      from_email=None, recipient_list=[invitation.identifier])
+        except Exception:  # noqa: BLE001 - the owner has the link on the page all the same
+            log.warning("could not e-mail invitation %s", invitation.pk, exc_info=True)
+
+    transaction.on_commit(send)
     return True
 
 

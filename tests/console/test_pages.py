@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from knowledge.models import Article
 from tandem.chat.models import OfflineMessage
+from tenants import invitations
 from tenants.models import ApiKey, AuditLog, ComputePool, Invitation, Membership, Quota
 from tests.console.test_idor import console_patterns
 
@@ -47,7 +48,14 @@ def url_values(world):
             "article_id": Article.objects.create(tenant=a, title="Returns", body="Within 30 days.",
                                                  text="Within 30 days.").pk,
             "offline_id": OfflineMessage.objects.create(tenant=a, conversation=world.conv_a, email="a@example.test",
-                                                        text="Hello?").pk}
+                                                        text="Hello?").pk,
+            # An invitation to the operator: theirs to answer, A's owners' to revoke.
+            **dict(zip(("invitation_id", "token"), _invitation(a, world.staff.username), strict=True))}
+
+
+def _invitation(tenant, identifier: str) -> tuple[int, str]:
+    invitation, token = invitations.invitation_create(tenant=tenant, identifier=identifier, role="viewer")
+    return invitation.pk, token
 
 
 def unlabelled_fields(html: str) -> list[str]:
