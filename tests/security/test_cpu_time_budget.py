@@ -4,6 +4,7 @@ task has a wall-clock budget (TANDEM_CPU_TIME_BUDGET_S); past it the reply fails
 
 from __future__ import annotations
 
+import signal
 import time
 
 import pytest
@@ -58,3 +59,19 @@ def test_a_request_past_the_cpu_tiers_budget_fails_with_a_clear_code_and_the_nex
     tasks.preprocess_within_budget(normal)
     assert Message.objects.get(pk=normal).status != Message.Status.FAILED
     assert streams.read_all(redis_client, normal)[-1]["type"] == "status"  # queued on the model tier
+
+
+def test_a_budget_gives_an_earlier_timer_back_less_the_time_it_ran():
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(True))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 30)  # e.g. pytest-timeout's
+        with time_budget(0.05):
+            time.sleep(0.01)
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 29 < left < 30 and not fired
+        with time_budget(60):  # would end after the other timer: not armed
+            assert 29 < signal.getitimer(signal.ITIMER_REAL)[0] < 30
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
