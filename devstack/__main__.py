@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -54,7 +55,7 @@ def web_services(count: int, *, host: str, port: int) -> list[Service]:
     if count < 1:
         raise SystemExit(f"TANDEM_WEB_PROCESSES must be 1 or more, not {count}")
     return [Service("web" if count == 1 else f"web-{i + 1}",
-                    [sys.executable, "-m", "daphne", "-b", host, "-p", str(port + i), "tandem.asgi:application"])
+                    [sys.executable, "-m", "daphne", "--websocket_connect_timeout", "30", "-b", host, "-p", str(port + i), "tandem.asgi:application"])
             for i in range(count)]
 
 
@@ -73,6 +74,15 @@ def _missing_workers(client: redis.Redis, procs: list[Service]) -> list[tuple[st
     wanted = [(p.env["TANDEM_ROLE"], p.env.get("TANDEM_POOL", "shared")) for p in procs
               if p.env.get("TANDEM_ROLE") not in (None, "cpu")]
     return [w for w in wanted if not live_workers(client, role=w[0], pool=w[1])]
+
+
+def _web_listening() -> bool:
+    """Every web process accepts connections (daphne binds its port after loading the app)."""
+    def open_(port: int) -> bool:
+        with socket.socket() as s:
+            return s.connect_ex((HOST, port)) == 0
+
+    return all(open_(PORT + i) for i in range(WEB_PROCESSES))
 
 
 def main() -> None:
@@ -106,7 +116,7 @@ def main() -> None:
             supervisor.poll()
             if not ready:
                 missing = _missing_workers(client, procs)
-                if not missing:
+                if not missing and _web_listening():
                     ready = True
                     print(
                         "\n[tandem] ready\n"

@@ -82,6 +82,9 @@ class Supervisor:
                     svc.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     svc.proc.kill()
+                    # Reaped here: an unreaped child outlives us as a zombie, and where
+                    # PID 1 does not reap orphans (some container inits) it stays one.
+                    svc.proc.wait(timeout=10)
 
     def _start(self, svc: Service) -> None:
         svc.proc = subprocess.Popen(svc.argv, cwd=self.cwd, env={**self.base_env, **svc.env})
