@@ -18,6 +18,8 @@ the dense side found, one read of their rows by primary key."""
 
 from __future__ import annotations
 
+import uuid
+
 from django.db import connections
 
 from . import dense, embedding
@@ -78,5 +80,7 @@ def _rows(tenant_id: int, ids: list[int], using: str) -> dict[int, Hit]:
         else:
             cursor.execute(_ROWS_SQLITE.format(", ".join(["%s"] * len(ids))), [tenant_id, *ids])
         rows = cursor.fetchall()
-    return {pk: Hit(chunk_id=pk, article_id=str(article), title=title, heading=heading, text=text, url=url, score=0.0)
+    # SQLite keeps a UUID as 32 hex digits: read back as every other hit spells it.
+    return {pk: Hit(chunk_id=pk, article_id=str(uuid.UUID(str(article))), title=title, heading=heading, text=text,
+                    url=url, score=0.0)
             for pk, article, title, heading, text, url in rows}

@@ -170,6 +170,48 @@ def measure_latency(tenant, n_queries: int, mode: str = "bm25") -> dict:
     return out
 
 
+def measure_sync(n_pages: int) -> dict:
+    """A website source over a generated site of `n_pages` on 127.0.0.1 (the operator
+    setting allows that host only): the first sync (pages fetched, extracted, chunked,
+    embedded, indexed per second) and a re-sync of the unchanged site (every page a 304),
+    the steps run in this process as the CPU worker's task runs them."""
+    from django.conf import settings
+
+    from knowledge import sources, syncing
+    from knowledge.models import Source
+    from tenants.services import tenant_create
+
+    from .site import Site, generated_pages
+
+    settings.TANDEM_OUTBOUND_ALLOW_HOSTS = ["127.0.0.1"]
+    # This process runs the steps itself and has no broker: the chain's next-step sends
+    # are left out (each would otherwise wait on a connection that cannot be made).
+    sources.sync_step_send = syncing.sync_step_send = lambda **kwargs: None
+    site = Site(generated_pages(n_pages, HELP_CENTRE))
+    try:
+        tenant = tenant_create(slug=f"bench-sync-{n_pages}", name="Sync").tenant
+        source = sources.source_create(tenant=tenant, kind="website", name="Generated", delay_ms=0,
+                                       url=site.base + "/sitemap.xml", max_pages=n_pages)
+        out = {"pages": n_pages}
+        for label in ("first", "unchanged"):
+            if label == "unchanged":
+                sources.source_sync_request(source=source)
+            t0 = time.perf_counter()
+            source.refresh_from_db()
+            steps = 0
+            while source.status in (Source.Status.QUEUED, Source.Status.SYNCING):
+                syncing.sync_step(source_id=source.pk, run=str(source.run), step=source.state.get("step", 0))
+                source.refresh_from_db()
+                steps += 1
+            took = time.perf_counter() - t0
+            out[label] = {"s": round(took, 2), "pages_per_s": round(source.fetched / took, 1), "steps": steps,
+                          "fetched": source.fetched, "changed": source.changed, "failed": source.failed,
+                          "status": source.status}
+        return out
+    finally:
+        site.close()
+
+
 def measure_cpu_tier(tenant, n_requests: int) -> dict:
     """The CPU tier's work on one request (inference/pipeline/cpu.py between load and
     save), knowledge on vs off."""
@@ -244,7 +286,7 @@ def measure_prefix_cache(tenant, n_conversations: int = 40) -> dict:
 
 
 def child(backend: str, sizes: list[int], n_queries: int, out_path: Path, *, cpu_requests: int = 200,
-          conversations: int = 40) -> None:
+          conversations: int = 40, sync_pages: int = 500) -> None:
     run_dir = BENCH_DIR / f"knowledge-{backend}-{os.getpid()}"
     run_dir.mkdir(parents=True, exist_ok=True)
     throwaway = None
@@ -277,6 +319,9 @@ def child(backend: str, sizes: list[int], n_queries: int, out_path: Path, *, cpu
         say(f"{backend}: quality on the help centre")
         demo = tenant_create(slug="bench-demo", name="Demo").tenant
         result["quality"] = measure_quality(demo)
+        say(f"{backend}: syncing a generated site of {sync_pages} pages, then again unchanged")
+        result["sync"] = measure_sync(sync_pages)
+        say(f"{backend}: {result['sync']}")
         say(f"{backend}: prefix cache with and without knowledge")
         result["prefix_cache"] = measure_prefix_cache(demo, conversations)
         result["latency"] = {}
@@ -318,7 +363,8 @@ def child(backend: str, sizes: list[int], n_queries: int, out_path: Path, *, cpu
 
 # --quick: SQLite alone (PostgreSQL's path is the full run's), a few hundred chunks, a
 # few queries: every measurement's code on a small workload.
-QUICK = {"backends": "sqlite", "sizes": "200", "queries": 20, "cpu_requests": 10, "conversations": 4}
+QUICK = {"backends": "sqlite", "sizes": "200", "queries": 20, "cpu_requests": 10, "conversations": 4,
+         "sync_pages": 20}
 
 
 def main(argv: list[str]) -> None:
@@ -330,6 +376,8 @@ def main(argv: list[str]) -> None:
                         help="CPU-tier requests timed, knowledge on and off (default 200)")
     parser.add_argument("--conversations", type=int, default=40,
                         help="three-turn conversations through the prefix cache (default 40)")
+    parser.add_argument("--sync-pages", type=int, default=500,
+                        help="pages of the generated site a website source syncs (default 500)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--child-out", help=argparse.SUPPRESS)
     add_quick_options(parser, default_out=None)
@@ -337,7 +385,7 @@ def main(argv: list[str]) -> None:
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.child:
         child(args.child, sizes, args.queries, Path(args.child_out), cpu_requests=args.cpu_requests,
-              conversations=args.conversations)
+              conversations=args.conversations, sync_pages=args.sync_pages)
         return
     stamp = time.strftime("%Y%m%d-%H%M%S")
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
@@ -353,7 +401,8 @@ def main(argv: list[str]) -> None:
         env.pop("DATABASE_URL", None)
         subprocess.run([sys.executable, "-m", "benchmarks", "knowledge", "--child", backend, "--child-out", str(out),
                         "--sizes", args.sizes, "--queries", str(args.queries),
-                        "--cpu-requests", str(args.cpu_requests), "--conversations", str(args.conversations)],
+                        "--cpu-requests", str(args.cpu_requests), "--conversations", str(args.conversations),
+                        "--sync-pages", str(args.sync_pages)],
                        cwd=BASE_DIR, env=env, check=True)
         report["backends"][backend] = json.loads(out.read_text())
     path.write_text(json.dumps(report, indent=2))
@@ -366,6 +415,24 @@ def main(argv: list[str]) -> None:
     print(table(["backend", "articles", "questions", "hit@1", "hit@3"],
                 [[name, r["quality"]["articles"], r["quality"]["questions"], r["quality"]["hit@1"], r["quality"]["hit@3"]]
                  for name, r in b.items()], digits=3))
+    print()
+    sets = [(name, qset, mode, m) for name, r in b.items() for qset, modes in r["quality"].get("sets", {}).items()
+            for mode, m in modes.items()]
+    if sets:
+        print(table(["backend", "question set", "retrieval", "hit@1", "hit@3"],
+                    [[name, qset, mode, m["hit@1"], m["hit@3"]] for name, qset, mode, m in sets], digits=3))
+        print()
+    hybrid = [(name, n, r["latency_hybrid"][str(n)]) for name, r in b.items() for n in sizes
+              if str(n) in r.get("latency_hybrid", {})]
+    if hybrid:
+        print(table(["backend", "chunks", "hybrid p50 ms", "hybrid p99 ms", "vectors in memory MB", "first load s"],
+                    [[name, n, h["p50_ms"], h["p99_ms"], h["vector_cache_mb"], h["warm_s"]] for name, n, h in hybrid],
+                    digits=2))
+        print()
+    print(table(["backend", "site pages", "first sync s", "pages/s", "unchanged re-sync s", "pages/s"],
+                [[name, r["sync"]["pages"], r["sync"]["first"]["s"], r["sync"]["first"]["pages_per_s"],
+                  r["sync"]["unchanged"]["s"], r["sync"]["unchanged"]["pages_per_s"]] for name, r in b.items()],
+                digits=2))
     print()
     print(table(["backend", "help centre inside a tenant of N chunks", "hit@1", "hit@3"],
                 [[name, r["quality_at_scale"]["chunks"], r["quality_at_scale"]["hit@1"], r["quality_at_scale"]["hit@3"]]

@@ -97,7 +97,7 @@ def test_in_chromium_an_uploaded_pdf_syncs_and_the_panel_shows_it_without_a_relo
     form.get_by_role("button", name="Add").click()
     upload = tmp_path / "Warranty.pdf"
     upload.write_bytes(pdf(["Frames carry a lifetime warranty.", "Hubs are covered for two years."]))
-    page.get_by_label("File").set_input_files(str(upload))
+    page.get_by_label("File", exact=True).set_input_files(str(upload))
     page.get_by_role("button", name="Upload").click()
     panel = page.locator("#source-status")
     expect(panel.locator(".badge")).to_have_text("synced")  # polled in, no reload
