@@ -114,3 +114,25 @@ def test_sources_and_their_articles_belong_to_one_tenant(site):
     assert not Article.objects.filter(tenant=other).exists()
     assert not Chunk.objects.filter(tenant=other).exists()
     assert not Source.objects.filter(tenant=other).exists()
+
+
+def test_a_due_source_is_queued_by_the_schedule_and_a_stalled_sync_is_started_again(site):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    tenant = make_tenant().tenant
+    source = run_sync(sources.source_create(tenant=tenant, kind="website", name="Help",
+                                            url=site.base + "/sitemap.xml", delay_ms=0, sync_every_hours=6))
+    assert source.next_sync_at - source.last_synced_at == timedelta(hours=6)
+    assert sources.sources_start_due() == 0  # not due yet
+    Source.objects.filter(pk=source.pk).update(next_sync_at=timezone.now() - timedelta(minutes=1))
+    assert sources.sources_start_due() == 1
+    source.refresh_from_db()
+    assert source.status == "queued"
+    run = source.run
+    Source.objects.filter(pk=source.pk).update(progressed_at=timezone.now() - sources.STALLED_AFTER * 2)
+    assert sources.sources_start_due() == 1
+    source.refresh_from_db()
+    assert source.status == "queued" and source.run != run  # a new run: the lost chain's steps stop
+    assert run_sync(source).status == "synced"
