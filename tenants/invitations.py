@@ -168,12 +168,13 @@ def invitation_accept(*, invitation: Invitation, user) -> Membership:
 
 @transaction.atomic
 def invitation_accept_as_new_user(*, invitation: Invitation, username: str, password: str) -> Membership:
-    """A new person accepts through the link: their account (with the invitation's
-    e-mail address, when it names one) and their membership, in one transaction."""
+    """A new person accepts through the link: their account and their membership, in
+    one transaction. The account takes no e-mail address from the invitation: the owner
+    sees the link too, so holding it proves nothing about the address, and an address
+    on an account is what later invitations to it are listed by (`invitations_for_user`)."""
     invitation = _lock_pending(invitation)
     User = get_user_model()
-    user = User(username=identifier_normalise(username),
-                email=invitation.identifier if "@" in invitation.identifier else "")
+    user = User(username=identifier_normalise(username))
     try:
         user.full_clean(exclude=["password"])
         validate_password(password, user)
