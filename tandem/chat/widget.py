@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
 from tenants.models import ApiKey, Tenant
 from tenants.services import AuthenticationFailed, api_key_authenticate, origin_allowed
 
@@ -52,6 +54,8 @@ def widget_config(*, tenant: Tenant) -> dict:
         "position": tenant.widget_position,
         "locale": tenant.widget_locale or None,
         "identity_verification": tenant.identity_verification,
+        # After this many idle minutes the widget asks for CSAT (docs/outcomes.md).
+        "csat_idle_minutes": settings.TANDEM_CSAT_IDLE_MINUTES,
     }
 
 

@@ -30,6 +30,7 @@ def test_an_allowed_origin_gets_the_tenants_widget_settings_with_cors(client):
     assert response.json() == {
         "title": "Help", "color": "#ffd400", "text_color": "#000000", "greeting": "Hej!",
         "placeholder": "Ask away", "position": "left", "locale": "fr", "identity_verification": True,
+        "csat_idle_minutes": 10.0,
     }
     assert b"s3cret" not in response.content
     assert response["Access-Control-Allow-Origin"] == SITE

@@ -138,6 +138,9 @@ export class App {
     const locale = pickLocale(this.settings.locale, cfg.locale);
     this.t = translator(locale);
     this.greeting = cfg.greeting || this.t("greeting");
+    // CSAT is asked after this long without a visitor message following a reply (0: never).
+    this.csatIdleMs = typeof cfg.csat_idle_minutes === "number" && cfg.csat_idle_minutes > 0
+      ? cfg.csat_idle_minutes * 60e3 : 0;
     this.view = new View({
       t: this.t,
       on: {
@@ -146,6 +149,7 @@ export class App {
         send: () => this.send(),
         stop: () => this.stop(),
         newConversation: () => this.newConversation(),
+        rate: (m, rating, comment) => this.rate(m, rating, comment),
         person: () => { this.asking = 1; this.conn.send({ type: "handoff", conversation: this.conversationId }) || this.conn.start(); },
         type: () => {
           const now = Date.now();
@@ -209,6 +213,7 @@ export class App {
   send() {
     const text = this.view.input.value.trim();
     if (!text || this.fatal || this.active || this.sent) return;
+    clearTimeout(this.csatTimer);
     this.view.input.value = "";
     this.view.fitInput();
     const local = { id: `local:${++localIds}`, role: "user", text, status: "done", local: true, index: -1 };
@@ -393,6 +398,8 @@ export class App {
       case "agent_message": return this.onAgent(f);
       case "typing": return this.onTyping(f);
       case "offline_received": return this.off && this.off.replaceChildren(this.t("offlineSent"));
+      case "feedback_received": return this.onRated(f);
+      case "csat_received": return this.onCsatDone(f.conversation);
       default: return undefined;
     }
   }
@@ -502,6 +509,7 @@ export class App {
   // closed, and told to the site's on("message") handlers.
   ended(m, finishReason) {
     this.view.announce(this.view.textOf(m));
+    this.csatLater();
     if (!this.view.isOpen) this.setUnread(this.unread + 1);
     this.emit("message", { id: m.id, role: "assistant", text: m.text, conversation: this.conversationId,
       finish_reason: finishReason });
@@ -516,6 +524,7 @@ export class App {
     if (this.person) this.setAlert(this.t(s === "human" ? "personJoined" : "waitingPerson", { n: f.agent }), "info");
     else if (this.alertKind === "info") this.setAlert(null);
     if (!quiet && s === "human") this.view.announce(this.view.alert.textContent, "");
+    if (s === "resolved") this.askCsat(); // a person resolved it: how did we do?
     // Nobody of the team is online: leave an e-mail address and a message instead.
     if (f.offline && !(this.off && this.off.isConnected)) {
       this.off = this.view.offlineForm((email, text) => this.conn.send({ type: "offline", conversation: f.conversation, email, text }));
@@ -539,6 +548,54 @@ export class App {
     this.view.setStatus("personTyping", { n: f.name });
     clearTimeout(this.typingTimer);
     this.typingTimer = setTimeout(() => this.active || this.view.setStatus(null), 4e3);
+  }
+
+  // Feedback (docs/protocol.md: feedback, csat) --------------------------------------------
+
+  /** 👍/👎 of reply `m`, or its comment once rated; the server keeps the latest. */
+  rate(m, rating, comment) {
+    if (rating !== "up" && rating !== "down") return;
+    const frame = { type: "feedback", message: m.id, rating };
+    if (typeof comment === "string") {
+      if (!comment.trim()) return;
+      frame.comment = comment;
+    }
+    m.rating = rating;
+    m.commenting = typeof comment === "string";
+    if (!this.conn.send(frame)) this.conn.start();
+    this.view.renderMessage(m);
+  }
+
+  onRated(f) {
+    const m = this.byId.get(f.message);
+    if (!m) return;
+    m.feedback = m.commenting ? "commented" : "rated";
+    this.view.renderMessage(m);
+    if (m.commenting) this.view.announce(this.t("feedbackThanks"), "");
+  }
+
+  /** After a reply, when the assistant answers: ask for CSAT once the visitor is quiet. */
+  csatLater() {
+    clearTimeout(this.csatTimer);
+    if (this.csatIdleMs && !this.person) this.csatTimer = setTimeout(() => this.askCsat(), this.csatIdleMs);
+  }
+
+  askCsat() {
+    const id = this.conversationId;
+    if (!id || this.fatal || this.store.csatGiven(id) || (this.csat && this.csat.isConnected)) return;
+    this.csat = this.view.csatForm((score, comment) => {
+      const frame = { type: "csat", conversation: id, score };
+      if (comment.trim()) frame.comment = comment;
+      if (!this.conn.send(frame)) this.conn.start();
+    });
+  }
+
+  onCsatDone(conversation) {
+    if (!conversation) return;
+    this.store.setCsatGiven(conversation);
+    if (conversation !== this.conversationId || !this.csat || !this.csat.isConnected) return;
+    this.csat.replaceChildren(this.t("csatThanks"));
+    this.view.announce(this.t("csatThanks"), "");
   }
 
   finish(m) {
@@ -579,6 +636,7 @@ export class App {
       return;
     }
     if (f.code === "message_not_found") return; // a reply to resume or stop that is gone
+    if (f.code === "csat_already_given") { this.onCsatDone(this.conversationId); return; }
     if (this.sent && MESSAGE_REFUSALS.has(f.code)) this.unsend();
     this.updateControls();
     this.showError(f.code, f);

@@ -2,6 +2,7 @@
 // page), under keys starting with "tandem:" and the key's first characters:
 //   tandem:<k>            {v: 1, visitor, conversations: {<owner>: <conversation id>}, rev}
 //   tandem:<k>:p:<reply>  {i: last token index, t: text so far}   while a reply streams
+//   tandem:<k>:csat       [conversation ids scored here], the newest 50
 // <owner> is "anon" or "user:<id>" for a visitor the site identified. `rev` changes when
 // a message is sent or a reply ends, so other tabs of the site know to catch up (the
 // `storage` event). Where storage is unavailable (blocked, private mode) it is memory.
@@ -107,4 +108,17 @@ export class Store {
   }
 
   isStateKey(k) { return k === this.ns; }
+
+  /** Conversations this browser has scored (CSAT), so it is asked once. */
+  csatGiven(conversation) {
+    const list = this._read(`${this.ns}:csat`);
+    return Array.isArray(list) && list.includes(conversation);
+  }
+
+  setCsatGiven(conversation) {
+    const list = this._read(`${this.ns}:csat`);
+    const next = (Array.isArray(list) ? list : []).filter((c) => c !== conversation).slice(-49);
+    next.push(conversation);
+    this._write(`${this.ns}:csat`, next);
+  }
 }

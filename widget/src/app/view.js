@@ -9,6 +9,8 @@ const SVG = "http://www.w3.org/2000/svg";
 const ICONS = {
   chat: "M4 3h16a2 2 0 0 1 2 2v11a2 2 0 0 1-2 2H9l-5 4v-4a2 2 0 0 1-2-2V5a2 2 0 0 1 2-2Zm3 6.5a1.5 1.5 0 1 0 0 .01Zm5 0a1.5 1.5 0 1 0 0 .01Zm5 0a1.5 1.5 0 1 0 0 .01Z",
   close: "M6.4 5 12 10.6 17.6 5 19 6.4 13.4 12l5.6 5.6-1.4 1.4-5.6-5.6L6.4 19 5 17.6l5.6-5.6L5 6.4Z",
+  // Material's thumb up; thumb down is the same, turned (styles.css).
+  thumb: "M2 21h4V9H2v12Zm20-11a2 2 0 0 0-2-2h-6.3l1-4.6v-.3c0-.4-.2-.8-.4-1.1L13.2 1 6.6 7.6C6.2 8 6 8.5 6 9v10a2 2 0 0 0 2 2h9c.8 0 1.5-.5 1.8-1.2l3-7.1.2-.7v-2Z",
   more: "M5 10a2 2 0 1 1 0 4 2 2 0 0 1 0-4Zm7 0a2 2 0 1 1 0 4 2 2 0 0 1 0-4Zm7 0a2 2 0 1 1 0 4 2 2 0 0 1 0-4Z",
 };
 
@@ -214,10 +216,53 @@ export class View {
     if (m.status === "failed" || m.status === "cancelled") {
       el.append(h("span", { class: "note", text: this.t(m.status === "failed" ? "replyFailed" : "stopped") }));
     }
+    if (m.role === "assistant" && m.id && !m.local && m.status === "done" && m.text) el.append(this.rating(m));
     if (atBottom) this.log.scrollTop = this.log.scrollHeight;
   }
 
   removeMessage(m) { if (m.el) m.el.remove(); }
+
+  /** 👍/👎 under a finished reply (toggle buttons named for screen readers); once the
+   * server has a rating, an optional comment, then thanks. */
+  rating(m) {
+    const t = this.t;
+    const thumb = (value, label) => h("button", {
+      type: "button", class: value, "aria-label": t(label), title: t(label),
+      "aria-pressed": String(m.rating === value), onclick: () => this.on.rate(m, value),
+    }, icon("thumb"));
+    const bar = h("div", { class: "fb", role: "group", "aria-label": t("rateReply") },
+      thumb("up", "helpful"), thumb("down", "notHelpful"));
+    if (m.feedback === "commented") {
+      bar.append(h("span", { class: "note", text: t("feedbackThanks") }));
+    } else if (m.feedback === "rated") {
+      const comment = h("input", { maxlength: 2000, "aria-label": t("tellMore"), placeholder: t("tellMore") });
+      bar.append(h("form", { onsubmit: (e) => {
+        e.preventDefault();
+        this.on.rate(m, m.rating, comment.value);
+      } }, comment, h("button", { class: "btn secondary", text: t("send") })));
+    }
+    return bar;
+  }
+
+  /** "How did we do?": a score 1-5 (radio buttons in a fieldset) and a comment, at the
+   * end of the log; `send(score, comment)` on submit. */
+  csatForm(send) {
+    const t = this.t, name = `csat-${++uid}`;
+    const scores = [1, 2, 3, 4, 5].map((n) => h("label", {},
+      h("input", { type: "radio", name, value: n, required: true, "aria-label": t("csatScore", { n }) }),
+      h("span", { "aria-hidden": "true", text: n })));
+    const comment = h("textarea", { maxlength: 2000, "aria-label": t("csatComment"), placeholder: t("csatComment") });
+    const f = h("form", { class: "msg csat", onsubmit: (e) => {
+      e.preventDefault();
+      const picked = f.querySelector("input:checked");
+      if (picked) send(Number(picked.value), comment.value);
+    } },
+    h("fieldset", {}, h("legend", { text: t("csatAsk") }), ...scores),
+    comment, h("button", { class: "btn", text: t("send") }));
+    this.log.append(f);
+    this.scrollToEnd();
+    return f;
+  }
 
   /** The offline form, at the end of the log; `send(email, text)` on submit. */
   offlineForm(send) {
