@@ -179,12 +179,20 @@ def _sitemap_urls(url: str) -> list[str]:
     return urls
 
 
+_parsed: dict[str, robotparser.RobotFileParser] = {}
+
+
 def _robots(state: dict) -> robotparser.RobotFileParser | None:
-    if not state.get("robots"):
+    """The site's robots.txt, parsed once per text (a step checks every link against it)."""
+    text = state.get("robots") or ""
+    if not text:
         return None
-    parser = robotparser.RobotFileParser()
-    parser.parse(state["robots"].splitlines())
-    return parser
+    if text not in _parsed:
+        parser = robotparser.RobotFileParser()
+        parser.parse(text.splitlines())
+        _parsed.clear()  # one site at a time is all a step needs
+        _parsed[text] = parser
+    return _parsed[text]
 
 
 def _in_scope(source: Source, state: dict, url: str) -> bool:
