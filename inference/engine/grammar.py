@@ -22,6 +22,7 @@ enforces it with.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -55,7 +56,7 @@ class Grammars:
         import llguidance
 
         if self._tokenizer is None:
-            source = (self.model_dir / "tokenizer.json").read_text()
+            source = llg_tokenizer_json((self.model_dir / "tokenizer.json").read_text())
             self._tokenizer = llguidance.LLTokenizer(source, n_vocab=self.vocab, eos_token=self.eos_ids)
         return self._tokenizer
 
@@ -78,6 +79,32 @@ class Grammars:
         if tokens and not m.consume_tokens([int(t) for t in tokens]):
             raise GrammarError(f"the output so far does not match its grammar: {m.get_error()}")
         return m
+
+
+def llg_tokenizer_json(source: str) -> str:
+    """tokenizer.json as llguidance must read it to know each token's bytes.
+
+    A tokenizer converted from GGUF (the default model's) decodes with a Sequence of
+    ByteFallback, Fuse, Replace and ByteLevel; llguidance takes such a Sequence for a
+    SentencePiece one and reads a byte-level token such as "Ċ" (a newline) as the
+    character itself, so a grammar let raw newlines into JSON strings. Byte-level
+    pre-tokenization means byte-level tokens: the decoder is then plain ByteLevel."""
+    data = json.loads(source)
+    decoder = data.get("decoder") or {}
+    if decoder.get("type") == "Sequence" and _has_byte_level(data.get("pre_tokenizer")):
+        byte_level = [d for d in decoder.get("decoders", []) if d.get("type") == "ByteLevel"]
+        if byte_level:
+            data["decoder"] = byte_level[0]
+            return json.dumps(data)
+    return source
+
+
+def _has_byte_level(part: dict | None) -> bool:
+    if not part:
+        return False
+    if part.get("type") == "ByteLevel":
+        return True
+    return any(_has_byte_level(p) for p in part.get("pretokenizers", []))
 
 
 def mask_logits_(logits: torch.Tensor, matchers: Sequence[object | None]) -> None:

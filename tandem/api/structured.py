@@ -17,6 +17,10 @@ NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # OpenAI's rule for json_schema.nam
 JSON_SCHEMA_KEYS = {"name", "schema", "strict", "description"}
 # json_object: any JSON object, as OpenAI's JSON mode promises.
 ANY_OBJECT = {"type": "object"}
+# At most one space wherever JSON allows whitespace: with llguidance's default (any run
+# of whitespace) a small model can fill its whole budget with spaces and newlines
+# between two tokens, valid JSON that never ends.
+JSON_OPTIONS = {"whitespace_pattern": "[ ]?"}
 
 
 def grammar_for_response_format(response_format: dict | None) -> str | None:
@@ -33,7 +37,7 @@ def grammar_for_schema(schema: dict, *, param: str) -> str:
     import llguidance
 
     try:
-        grammar = llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema))
+        grammar = llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema), overrides=JSON_OPTIONS)
         failed, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar)
     except (ValueError, TypeError, RuntimeError) as exc:
         raise invalid_schema(param, str(exc)) from None

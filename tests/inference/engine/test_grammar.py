@@ -23,7 +23,8 @@ SCHEMA = {"type": "object", "properties": {
     "answer": {"type": "string", "maxLength": 12}, "confidence": {"type": "integer"},
     "tags": {"type": "array", "items": {"enum": ["billing", "login", "other"]}, "maxItems": 3}},
     "required": ["answer", "confidence", "tags"], "additionalProperties": False}
-GRAMMAR = llguidance.LLMatcher.grammar_from_json_schema(SCHEMA)
+# As the web tier compiles a response_format (tandem.api.structured).
+GRAMMAR = llguidance.LLMatcher.grammar_from_json_schema(SCHEMA, overrides={"whitespace_pattern": "[ ]?"})
 
 
 def constrained(**kw) -> SamplingParams:
@@ -57,6 +58,16 @@ def test_a_bad_grammar_and_tokens_outside_one_are_refused(grammars, tiny):
     not_json = tiny.tokenizer.encode("hello", add_special_tokens=False)
     with pytest.raises(GrammarError):
         grammars.matcher(GRAMMAR, not_json)
+
+
+def test_the_matcher_reads_byte_level_tokens_as_their_bytes(grammars, tiny):
+    """"Ċ" is the default model's newline token: inside a JSON string it is a raw control
+    character (refused), not the letter Ċ; and a space token after a colon is a space."""
+    any_object = llguidance.LLMatcher.grammar_from_json_schema({"type": "object"})
+    encode = lambda text: tiny.tokenizer.encode(text, add_special_tokens=False)  # noqa: E731
+    with pytest.raises(GrammarError):
+        grammars.matcher(any_object, encode('{"a\n'))
+    assert grammars.matcher(any_object, encode('{"a": "é ü", "b": [1, 2]}')).is_accepting()
 
 
 def test_the_same_schema_is_compiled_once(grammars):
