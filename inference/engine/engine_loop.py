@@ -100,6 +100,10 @@ class EngineLoop:
 
     # -- engine thread ----------------------------------------------------------------
 
+    def is_alive(self) -> bool:
+        """The stepping thread still runs (a worker's /healthz asks)."""
+        return self._thread.is_alive()
+
     def _loop(self) -> None:
         # OpenMP's thread count is per calling thread: set it here too, or this thread
         # would use one thread per core whatever the config says.

@@ -113,9 +113,10 @@ class Runtime:
         return out
 
     def healthy(self) -> tuple[bool, dict]:
-        """For /healthz: the engine's threads still run."""
-        threads = {"decode": self.decode, "colocated": self.colocated, "prefill": self.prefill}
-        alive = {k: e._thread.is_alive() for k, e in threads.items() if e is not None}
+        """For /healthz: the engine's threads still run (a prefill engine runs on its task
+        threads and has none of its own)."""
+        engines = {"decode": self.decode, "colocated": self.colocated}
+        alive = {k: e.loop.is_alive() for k, e in engines.items() if e is not None}
         return all(alive.values()), {"engine_threads": alive}
 
     def stop(self) -> None:
