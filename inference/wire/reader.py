@@ -40,7 +40,10 @@ Entry = tuple[str, dict]  # (stream entry id, fields) with bytes decoded by the 
 BLOCK_MS = 15_000  # one XREAD's block; woken early by a follow
 BUFFER = 512  # entries a follower may have unread before it reads for itself
 XREAD_COUNT = 256  # entries per key per read
-LEASE_EVERY_S = 10.0
+# The listener lease (the model workers cancel a request whose lease lapsed): set at
+# submit, renewed every LISTENER_TTL_S / 3 while someone follows the reply.
+LISTENER_TTL_S = 30
+LEASE_EVERY_S = LISTENER_TTL_S / 3
 RETRY_MAX_S = 2.0
 WAKE_MAXLEN = 16
 WAKE_TTL_S = 24 * 3600
@@ -233,8 +236,6 @@ class StreamReader:
                 await asyncio.sleep(min(RETRY_MAX_S, 0.1 * 2 ** min(failures, 5)))  # backoff, not a sync wait
 
     async def _renew_leases(self) -> None:
-        from .streams import LISTENER_TTL_S
-
         while True:
             await asyncio.sleep(LEASE_EVERY_S)  # the lease period, not a synchronisation
             leases = self.leases()

@@ -29,11 +29,9 @@ from typing import Any
 import redis
 
 from . import keys
-from .reader import loop_reader
+from .reader import LISTENER_TTL_S, loop_reader  # noqa: F401 - the lease's TTL, renewed by the reader
 
 STREAM_TTL_S = 3600
-# The listener lease: renewed every LISTENER_TTL_S / 3 while a client follows a stream.
-LISTENER_TTL_S = 30
 TERMINAL = {"end", "error"}
 IDLE = {"type": "idle"}
 

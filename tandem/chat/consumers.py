@@ -188,6 +188,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         # that tenants.changes counted no change since they were read (and the submission
         # reads them again if it did), and they are read again at their maximum age.
         refresh = self._key_aged()
+        # Where to watch the conversation's events from, read before the message is sent:
+        # a hand-over the CPU tier makes of it publishes its event before this returns.
+        since = await self.live.mark_before_send(conversation)
         try:
             sub = await in_db(services.chat_submit)(
                 api_key=self.api_key, messages=[("user", frame.get("text"))],
@@ -201,7 +204,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._refuse(exc)
             return
         except responder.HeldForPerson as exc:  # a person answers: stored for them, no reply
-            await self.live.held(exc)
+            await self.live.held(exc, after=since)
             return
         except InvalidInput as exc:
             await self._error(exc.code, str(exc))
@@ -225,7 +228,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                               "detail": "No worker is serving this tenant's pool right now; the "
                                         "request is queued."})
         self._follow(request_id, after=-1, served=sub.served)
-        self.live.watch(str(sub.conversation.pk))
+        self.live.watch(str(sub.conversation.pk), after=since)
 
     async def _key_still_works(self) -> bool:
         """For the frames that pass no admission (cancel, resume, history): read the key again when

@@ -63,6 +63,18 @@ class WidgetLive:
         """Where to watch from, read before the transcript is."""
         return await events.last_id(self.consumer.redis, conversation_id)
 
+    async def mark_before_send(self, conversation_id: str | None) -> str:
+        """Where to watch from once a message to `conversation_id` is sent: everything of
+        a new conversation ("0-0"), what comes after the newest event of another one, and
+        nothing new to read for the one this socket already watches."""
+        if conversation_id is None:
+            return "0-0"
+        if conversation_id == self.conversation_id and self.task and not self.task.done():
+            return "$"  # watched already: watch() keeps the running task
+        if len(conversation_id) > 64:
+            return "$"  # not an id: the submission refuses it
+        return await self.mark(conversation_id)
+
     def watch(self, conversation_id: str, after: str = "$") -> None:
         if conversation_id == self.conversation_id and self.task and not self.task.done():
             return
@@ -86,12 +98,12 @@ class WidgetLive:
         except Exception:  # Redis went away: the widget restores from history on reconnect
             log.exception("watching conversation %s failed", conversation_id)
 
-    async def held(self, exc: responder.HeldForPerson) -> None:
+    async def held(self, exc: responder.HeldForPerson, after: str = "$") -> None:
         """The visitor's message went to the inbox: acknowledge it (no reply follows)."""
         cid = str(exc.message.conversation_id)
         await self.consumer._send({"type": "conversation", "id": cid})
         await self.consumer._send({"type": "received", "conversation": cid, "message": str(exc.message.pk)})
-        self.watch(cid)
+        self.watch(cid, after)
 
     async def on_handoff(self, frame: dict) -> None:
         """`{"type": "handoff", "conversation": id | null}`: the visitor asks for a person."""

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from inference.pipeline import outcomes, submit
+from inference.pipeline import api
 from inference.wire import streams
 
 EXPIRED = streams.error_record(
@@ -20,13 +20,13 @@ EXPIRED = streams.error_record(
 def _give_up(request_id: str, *, served: bool, stalled: bool) -> bool:
     """Cancel and fail a request that went silent. False when it was already final (its
     stream then holds nothing more to read: it expired)."""
-    submit.request_cancel(request_id=request_id)
+    api.cancel(request_id=request_id)
     if stalled:
         code, text = "timeout", "The reply stopped arriving; please retry."
     else:
         code = "timeout" if served else "no_worker"
         text = "No worker picked up the request in time; please retry later."
-    return outcomes.request_fail(request_id=request_id, code=code, message=text)
+    return api.fail(request_id=request_id, code=code, message=text)
 
 
 class ReplyFollower:
@@ -81,4 +81,4 @@ class ReplyFollower:
 
     async def cancel(self) -> None:
         if not self.finished:
-            await sync_to_async(submit.request_cancel)(request_id=self.request_id)
+            await sync_to_async(api.cancel)(request_id=self.request_id)

@@ -69,3 +69,31 @@ def test_after_31_seconds_of_silence_the_agent_and_the_visitor_still_reach_each_
                 if seen[-1].get("type") == "message" and seen[-1].get("role") == "user":
                     break
             assert seen[-1].get("text") == "Thanks, one more question.", seen
+
+
+def test_asking_for_a_person_in_words_is_seen_live_even_when_the_cpu_tier_is_first(platform):
+    """The CPU tier publishes the hand-over event while the socket's submission is still
+    returning: the socket watches from before it sent the message, so the widget hears
+    of it (and, with nobody online, is offered the offline form) every time."""
+    created = make_tenant()
+    with chat_socket(platform, created.widget_key.plaintext) as chat:
+        cid = None
+        for _ in range(3):  # a new conversation, then follow-ups in it
+            chat.send({"type": "message", "text": "I want to talk to a real person please.", "conversation": cid})
+            frames = chat.recv_until(lambda f: f["type"] == "start", timeout=60)
+            cid = next(f["id"] for f in frames if f["type"] == "conversation")
+            reply = frames[-1]["message"]
+            # (an already-watched conversation's hand-over may even come before `start`)
+            handoffs, ended, seen = [f for f in frames if f["type"] == "handoff"], False, list(frames)
+            while not (ended and handoffs):  # the reply's end and the hand-over, in either order
+                try:
+                    f = chat.recv(timeout=60)
+                except TimeoutError:
+                    raise AssertionError(f"stopped after {seen}") from None
+                seen.append(f)
+                handoffs += [f] if f["type"] == "handoff" else []
+                ended = ended or (f.get("message") == reply and f["type"] in ("end", "error"))
+            assert handoffs[0]["state"] == "pending_human" and handoffs[-1].get("offline") is True
+            conv = Conversation.objects.get(pk=cid)
+            conv.handoff = Conversation.Handoff.BOT  # back to the bot for the next try
+            conv.save(update_fields=["handoff"])
