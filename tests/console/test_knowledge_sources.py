@@ -100,7 +100,7 @@ def test_in_chromium_an_uploaded_pdf_syncs_and_the_panel_shows_it_without_a_relo
     page.get_by_label("File", exact=True).set_input_files(str(upload))
     page.get_by_role("button", name="Upload").click()
     panel = page.locator("#source-status")
-    expect(panel.locator(".badge")).to_have_text("synced")  # polled in, no reload
+    expect(panel.locator(".badge")).to_have_text("synced", timeout=90_000)  # polled in, no reload
     expect(panel.locator('[data-count="changed"]')).to_have_text("1")
     page.reload()
     expect(page.get_by_role("link", name="Warranty.pdf")).to_be_visible()
@@ -112,3 +112,21 @@ def test_in_chromium_an_uploaded_pdf_syncs_and_the_panel_shows_it_without_a_relo
     page.screenshot(path=str(shots / "knowledge-sources.png"), full_page=True)
     context.close()
     assert Article.objects.get(origin__tenant=tenant).status == "indexed"
+
+
+@pytest.mark.django_db
+def test_a_synced_websites_page_lists_its_articles_and_the_pages_that_failed(client, world, settings):
+    from tests.knowledge.conftest import run_sync
+    from tests.knowledge.site import Site, page
+
+    settings.TANDEM_OUTBOUND_ALLOW_HOSTS = ["127.0.0.1"]
+    with Site() as site:
+        site.html("/", page("Bike help", "<p>Everything about bikes.</p>", links=("/brakes", "/broken")))
+        site.html("/brakes", page("Brake pads", "<p>Replace the pads when the groove is worn away.</p>"))
+        site.file("/broken", "text/html", b"oops", status=500)
+        source = run_sync(sources.source_create(tenant=world.a.tenant, kind="website", name="Bike help",
+                                                url=site.base + "/", delay_ms=0))
+    client.force_login(world.viewer_a)
+    html = client.get(f"{A}{source.pk}/").content.decode()
+    assert "Brake pads" in html and "Pages that failed" in html and f"{site.base}/broken" in html
+    assert 'data-count="failed">1<' in html and 'data-running="false"' in html
