@@ -14,6 +14,7 @@ from tandem.chat.sampling import sampling_for_openai
 from tandem.chat.validation import InvalidInput
 
 from . import serializers as s
+from . import tool_calls
 from .base import AsyncAPIView
 from .errors import ApiError
 from .replies import Reply, served_model_id
@@ -56,20 +57,27 @@ class ChatCompletionsView(AsyncAPIView):
         if data["model"] != served_model_id():
             raise ApiError(404, f"The model '{data['model']}' does not exist; this deployment serves "
                                 f"'{served_model_id()}'.", code="model_not_found", param="model")
+        calling = tool_calls.active(data)
         sampling = sampling_for_openai(
             quota=api_key.tenant.quota, max_tokens=data.get("max_completion_tokens") or data.get("max_tokens"),
             temperature=data.get("temperature"), top_p=data.get("top_p"), seed=data.get("seed"),
             stop=data.get("stop"), top_k=data.get("top_k"), frequency_penalty=data.get("frequency_penalty"),
             presence_penalty=data.get("presence_penalty"), repetition_penalty=data.get("repetition_penalty"),
-            logit_bias=data.get("logit_bias"), grammar=grammar_for_response_format(data.get("response_format")),
+            logit_bias=data.get("logit_bias"),
+            grammar=tool_calls.grammar(data) if calling else grammar_for_response_format(data.get("response_format")),
         )
-        # OpenAI's "developer" role is its newer name for "system".
-        messages = [("system" if m["role"] == "developer" else m["role"], m["content"]) for m in data["messages"]]
+        # OpenAI's "developer" role is its newer name for "system"; tool calls and results
+        # are written in the prompt format of tandem.api.tool_calls.
+        messages = [("system", m["content"]) if m["role"] == "developer" else tool_calls.history_text(m)
+                    for m in data["messages"]]
+        if calling:
+            messages.insert(0, ("system", tool_calls.system_prompt(data)))
         sub = await sync_to_async(submit_or_raise)(
             api_key=api_key, messages=messages, channel=Conversation.Channel.API,
             visitor_id=data.get("user") or data.get("safety_identifier") or "", sampling=sampling,
         )
-        reply = Reply(sub, completion_id=f"chatcmpl-{uuid.UUID(str(sub.assistant_message.pk)).hex}")
+        reply = Reply(sub, completion_id=f"chatcmpl-{uuid.UUID(str(sub.assistant_message.pk)).hex}",
+                      tools=calling)
         if data.get("stream"):
             include_usage = bool((data.get("stream_options") or {}).get("include_usage"))
             return await reply.stream(include_usage=include_usage)

@@ -20,6 +20,7 @@ from django.http import JsonResponse, StreamingHttpResponse
 from tandem.chat.replies import ReplyFollower
 from tandem.chat.services import Submission
 
+from . import tool_calls
 from .errors import ApiError
 
 # Failure codes from the pipeline → HTTP status.
@@ -48,8 +49,9 @@ def _raise_for(rec: dict, headers: dict) -> None:
 
 
 class Reply:
-    def __init__(self, submission: Submission, *, completion_id: str):
+    def __init__(self, submission: Submission, *, completion_id: str, tools: bool = False):
         self.submission = submission
+        self.tools = tools  # the reply may be a tool call (tandem.api.tool_calls)
         self.request_id = str(submission.assistant_message.pk)
         self.completion_id = completion_id
         self.created = int(time.time())
@@ -88,11 +90,13 @@ class Reply:
         except asyncio.CancelledError:
             await follower.cancel()  # the client went away: free the decode slot
             raise
+        message, finish = {"role": "assistant", "content": "".join(pieces)}, FINISH.get(end["finish_reason"], "stop")
+        if self.tools:
+            message, finish = tool_calls.completion_message(message["content"], finish, request_id=self.request_id)
         body = {
             "id": self.completion_id, "object": "chat.completion", "created": self.created,
             "model": served_model_id(), "system_fingerprint": None,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(pieces)},
-                         "finish_reason": FINISH.get(end["finish_reason"], "stop"), "logprobs": None}],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
             "usage": end["usage"],
             "sources": end.get("sources", []),
         }
@@ -113,9 +117,11 @@ class Reply:
         async def events():
             try:
                 yield self._chunk({"role": "assistant", "content": ""}, include_usage=include_usage)
+                calls = tool_calls.StreamedCalls(self.request_id) if self.tools else None
                 async for rec in _chain(first, records):
                     if rec["type"] == "token" and rec["text"]:
-                        yield self._chunk({"content": rec["text"]}, include_usage=include_usage)
+                        for delta in calls.feed(rec["text"]) if calls else [{"content": rec["text"]}]:
+                            yield self._chunk(delta, include_usage=include_usage)
                     elif rec["type"] == "error":
                         # Headers are gone: report in-band, as OpenAI does mid-stream.
                         yield _sse({"error": {"message": rec["message"], "type": "server_error",
@@ -123,8 +129,12 @@ class Reply:
                         break
                     elif rec["type"] == "end":
                         sources = rec.get("sources", [])
-                        yield self._chunk({}, finish=FINISH.get(rec["finish_reason"], "stop"),
-                                          include_usage=include_usage, sources=sources)
+                        finish = FINISH.get(rec["finish_reason"], "stop")
+                        for delta in calls.end() if calls else []:
+                            yield self._chunk(delta, include_usage=include_usage)
+                        if calls and calls.called:
+                            finish = "tool_calls"
+                        yield self._chunk({}, finish=finish, include_usage=include_usage, sources=sources)
                         if include_usage:
                             yield _sse(self._base(choices=[], usage=rec["usage"], sources=sources))
                 yield "data: [DONE]\n\n"

@@ -24,7 +24,7 @@ def _off(*values) -> Callable[[Any], bool]:
 HONOURED = frozenset({
     "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "seed", "stop",
     "stream", "stream_options", "user", "n", "frequency_penalty", "presence_penalty", "logit_bias",
-    "response_format",
+    "response_format", "tools", "tool_choice", "parallel_tool_calls",
     "safety_identifier",  # OpenAI's newer `user`: the visitor id when `user` is absent
     # Extensions vLLM spells the same way (docs/api.md).
     "top_k", "repetition_penalty",
@@ -37,10 +37,6 @@ ACCEPTED_WHEN: dict[str, Callable[[Any], bool]] = {
     "modalities": lambda v: v is None or v == ["text"],
     "service_tier": _off("auto", "default"),  # one tier: every request gets it
     "logprobs": _off(False),
-    # Without tools there is no call for these to shape.
-    "tools": lambda v: v is None or v == [],
-    "tool_choice": _off("none"),
-    "parallel_tool_calls": lambda v: v is None or isinstance(v, bool),
 }
 
 # OpenAI's fields Tandem does not honour: any value other than null is refused.
@@ -54,7 +50,7 @@ MESSAGE_FIELDS = frozenset({"role", "content", "name", "tool_calls", "tool_call_
                             "function_call", "annotations"})
 # Fields a client echoes back from a completion's message (the official client's
 # model_dump) that are fine while empty.
-MESSAGE_EMPTY_OK = frozenset({"refusal", "audio", "function_call", "annotations", "tool_calls", "tool_call_id"})
+MESSAGE_EMPTY_OK = frozenset({"refusal", "audio", "function_call", "annotations"})
 STREAM_OPTIONS = {"include_usage": lambda v: v is None or isinstance(v, bool),
                   "include_obfuscation": _off(False)}
 

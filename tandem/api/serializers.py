@@ -8,7 +8,8 @@ from rest_framework import serializers
 
 from .vocabulary import served_vocab_size
 
-ROLES = ("system", "developer", "user", "assistant")
+ROLES = ("system", "developer", "user", "assistant", "tool")
+FUNCTION_NAME = r"^[a-zA-Z0-9_-]{1,64}$"  # OpenAI's rule for a function's name
 # Seeds the engine accepts (inference.engine.sampling.SamplingParams checks the same
 # range: a torch generator refuses anything outside it).
 SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
@@ -45,10 +46,65 @@ class ContentField(serializers.Field):
         return value
 
 
+class FunctionCallSerializer(serializers.Serializer):
+    name = serializers.RegexField(FUNCTION_NAME, max_length=64)
+    arguments = serializers.CharField(allow_blank=True, trim_whitespace=False)
+
+
+class ToolCallSerializer(serializers.Serializer):
+    id = serializers.CharField(max_length=200)
+    type = serializers.ChoiceField(choices=("function",))
+    function = FunctionCallSerializer()
+
+
 class ChatMessageSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=ROLES)
-    content = ContentField()
+    # Null or absent only for an assistant message that made tool calls, as OpenAI allows.
+    content = ContentField(required=False, allow_null=True)
     name = serializers.CharField(required=False, max_length=64)
+    tool_calls = ToolCallSerializer(many=True, required=False, allow_null=True)
+    tool_call_id = serializers.CharField(required=False, max_length=200)
+
+    def validate(self, attrs):
+        role = attrs["role"]
+        if attrs.get("tool_calls") and role != "assistant":
+            raise serializers.ValidationError({"tool_calls": "Only an assistant message has tool_calls."})
+        if role == "tool" and not attrs.get("tool_call_id"):
+            raise serializers.ValidationError({"tool_call_id": "A tool message answers a call: tool_call_id."})
+        if attrs.get("content") is None and not (role == "assistant" and attrs.get("tool_calls")):
+            raise serializers.ValidationError({"content": "This field is required (it may be null only beside "
+                                                          "tool_calls)."})
+        return attrs
+
+
+class FunctionSerializer(serializers.Serializer):
+    name = serializers.RegexField(FUNCTION_NAME, max_length=64)
+    description = serializers.CharField(required=False, allow_blank=True)
+    parameters = serializers.DictField(required=False)
+    strict = serializers.BooleanField(required=False, allow_null=True)  # enforced either way
+
+
+class ToolSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=("function",))
+    function = FunctionSerializer()
+
+
+@extend_schema_field({"oneOf": [{"type": "string", "enum": ["none", "auto", "required"]}, {
+    "type": "object", "required": ["type", "function"],
+    "properties": {"type": {"type": "string", "enum": ["function"]},
+                   "function": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}}}]})
+class ToolChoiceField(serializers.Field):
+    def to_internal_value(self, data):
+        if data in ("none", "auto", "required"):
+            return data
+        if (isinstance(data, dict) and data.get("type") == "function" and isinstance(data.get("function"), dict)
+                and isinstance(data["function"].get("name"), str) and set(data) == {"type", "function"}):
+            return {"type": "function", "function": {"name": data["function"]["name"]}}
+        raise serializers.ValidationError(
+            "tool_choice must be 'none', 'auto', 'required' or {\"type\": \"function\", \"function\": {\"name\": …}}.")
+
+    def to_representation(self, value):
+        return value
 
 
 class StreamOptionsSerializer(serializers.Serializer):
@@ -147,6 +203,9 @@ class ChatCompletionRequestSerializer(serializers.Serializer):
                                                 max_value=10)
     logit_bias = LogitBiasField(required=False, allow_null=True)
     response_format = ResponseFormatSerializer(required=False, allow_null=True)
+    tools = ToolSerializer(many=True, required=False, allow_null=True, max_length=128)
+    tool_choice = ToolChoiceField(required=False, allow_null=True)
+    parallel_tool_calls = serializers.BooleanField(required=False, allow_null=True)
 
     def validate_top_p(self, value):
         if value is not None and value <= 0:
@@ -154,9 +213,23 @@ class ChatCompletionRequestSerializer(serializers.Serializer):
         return value
 
     def validate_messages(self, value):
-        if value[-1]["role"] != "user":
-            raise serializers.ValidationError("The last message must have role 'user'.")
+        if value[-1]["role"] not in ("user", "tool"):
+            raise serializers.ValidationError("The last message must have role 'user' (or 'tool').")
         return value
+
+    def validate(self, attrs):
+        tools, choice = attrs.get("tools") or [], attrs.get("tool_choice")
+        names = [t["function"]["name"] for t in tools]
+        if len(set(names)) != len(names):
+            raise serializers.ValidationError({"tools": "Function names must be unique."})
+        if choice not in (None, "none") and not tools:
+            raise serializers.ValidationError({"tool_choice": "tool_choice needs tools."})
+        if isinstance(choice, dict) and choice["function"]["name"] not in names:
+            raise serializers.ValidationError({"tool_choice": f"No tool is named '{choice['function']['name']}'."})
+        if tools and choice != "none" and (attrs.get("response_format") or {}).get("type", "text") != "text":
+            raise serializers.ValidationError(
+                {"response_format": "A response_format beside tools is not supported; the tools' grammar applies."})
+        return attrs
 
 
 class UsageSerializer(serializers.Serializer):
@@ -168,7 +241,8 @@ class UsageSerializer(serializers.Serializer):
 
 class ChoiceMessageSerializer(serializers.Serializer):
     role = serializers.CharField()
-    content = serializers.CharField(allow_blank=True)
+    content = serializers.CharField(allow_blank=True, allow_null=True, help_text="null when the reply is a tool call")
+    tool_calls = ToolCallSerializer(many=True, required=False)
 
 
 class ChoiceSerializer(serializers.Serializer):
