@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "tandem.api",
     "tandem.console",
     "tandem.feedback",
+    "tandem.webhooks",
 ]
 
 MIDDLEWARE = [
@@ -269,6 +270,11 @@ TANDEM_CPU_TIME_BUDGET_S = float(os.environ.get("TANDEM_CPU_TIME_BUDGET_S", "5")
 # reach although they resolve to a loopback, private or link-local address; none by default.
 TANDEM_OUTBOUND_ALLOW_HOSTS = [h.strip() for h in os.environ.get("TANDEM_OUTBOUND_ALLOW_HOSTS", "").split(",")
                                if h.strip()]
+# Webhooks (docs/webhooks.md): a failed delivery is retried with exponential backoff
+# from TANDEM_WEBHOOK_RETRY_BASE_S (the first retry; doubling, capped at an hour) until
+# TANDEM_WEBHOOK_RETRY_HOURS after the event; an endpoint failing for 72 hours is disabled.
+TANDEM_WEBHOOK_RETRY_BASE_S = float(os.environ.get("TANDEM_WEBHOOK_RETRY_BASE_S", "15"))
+TANDEM_WEBHOOK_RETRY_HOURS = float(os.environ.get("TANDEM_WEBHOOK_RETRY_HOURS", "24"))
 # Memory the CPU worker may give the tenants' chunk vectors (hybrid retrieval, docs/knowledge.md).
 TANDEM_KNOWLEDGE_VECTOR_CACHE_MB = int(os.environ.get("TANDEM_KNOWLEDGE_VECTOR_CACHE_MB", "512"))
 # How many times a reply may move to another worker after its worker died (all stages

@@ -8,6 +8,7 @@ from . import feedback_views as fbv
 from . import knowledge_source_views as ksv
 from . import knowledge_views as kv
 from . import openai_views as oai
+from . import webhook_views as whv
 
 
 def docs_view(view):
@@ -38,6 +39,10 @@ urlpatterns = [
     path("api/v1/knowledge/sources/<str:source_id>/sync/", ksv.SourceSyncView.as_view()),
     path("api/v1/knowledge/sources/<str:source_id>/files/", ksv.SourceFilesView.as_view()),
     path("api/v1/knowledge/sources/<str:source_id>/files/<int:file_id>/", ksv.SourceFileDetailView.as_view()),
+    path("api/v1/webhooks/", whv.EndpointListView.as_view()),
+    path("api/v1/webhooks/<str:endpoint_id>/", whv.EndpointDetailView.as_view()),
+    path("api/v1/webhooks/<str:endpoint_id>/test/", whv.EndpointTestView.as_view()),
+    path("api/v1/webhooks/<str:endpoint_id>/deliveries/", whv.EndpointDeliveriesView.as_view()),
     path("api/schema/", docs_view(SpectacularAPIView.as_view()), name="schema"),
     path("api/docs/", docs_view(SpectacularSwaggerView.as_view(url_name="schema")), name="api-docs"),
 ]

@@ -23,6 +23,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from tandem.chat.validation import InvalidInput
+from tandem.webhooks import chat_events as webhook_events
 from tenants.access import NotFound, access_list
 from tenants.membership import Can, role_can
 from tenants.models import Membership, Tenant
@@ -127,4 +128,6 @@ def assign_round_robin(*, conversation_id, tenant: Tenant):
         if not won:
             return None
         AgentPresence.objects.filter(pk=turn.pk).update(last_assigned_at=now)
+        webhook_events.handoff_changed(tenant_id=tenant.pk, conversation_id=conversation_id, state=H.HUMAN,
+                                       reason="round_robin", agent=turn.user)
     return turn.user

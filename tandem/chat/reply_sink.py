@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from inference.pipeline import api as pipeline
+from tandem.webhooks import chat_events as webhook_events
 
 from . import assignment, events
 from .models import Conversation, Message
@@ -25,17 +26,23 @@ class ReplyRows:
         Message.objects.filter(pk=request_id, status__in=earlier).update(status=status)
 
     def reply_failed(self, *, request_id: str, error: str) -> bool:
-        return bool(Message.objects.filter(pk=request_id, status__in=_PROGRESS).update(
+        failed = bool(Message.objects.filter(pk=request_id, status__in=_PROGRESS).update(
             status=Message.Status.FAILED, error=error, finished_at=timezone.now()))
+        if failed:
+            webhook_events.reply_failed(request_id=request_id, code=error)
+        return failed
 
     def reply_finished(self, *, request_id: str, outcome: pipeline.ReplyOutcome) -> bool:
         o = outcome
         status = Message.Status.CANCELLED if o.finish_reason == "cancelled" else Message.Status.DONE
-        return bool(Message.objects.filter(pk=request_id, status__in=_PROGRESS).update(
+        finished = bool(Message.objects.filter(pk=request_id, status__in=_PROGRESS).update(
             content=o.text, status=status, prompt_tokens=o.prompt_tokens,
             completion_tokens=o.completion_tokens, finish_reason=o.finish_reason,
             ttft_ms=o.ttft_ms, duration_ms=o.duration_ms, finished_at=timezone.now(),
         ))
+        if finished:
+            webhook_events.reply_ended(request_id=request_id)
+        return finished
 
     def reply_handed_over(self, *, request_id: str, text: str, reason: str) -> pipeline.HandOver | None:
         """The conversation's one edge written here (bot | resolved -> pending_human) is
@@ -50,6 +57,9 @@ class ReplyRows:
             moved = Conversation.objects.filter(pk=conversation_id, handoff__in=[H.BOT, H.RESOLVED]).update(
                 handoff=H.PENDING_HUMAN, handoff_reason=reason, handoff_at=now, updated_at=now, assignee=None,
                 claimed_at=None, first_human_reply_at=None, resolved_at=None)
+            if moved:
+                webhook_events.handoff_changed(tenant_id=Conversation.objects.get(pk=conversation_id).tenant_id,
+                                               conversation_id=conversation_id, state=H.PENDING_HUMAN, reason=reason)
         return pipeline.HandOver(conversation_id=str(conversation_id), waits=bool(moved))
 
     def conversation_handed_over(self, *, conversation_id: str) -> None:

@@ -27,6 +27,7 @@ from django.utils import timezone
 from inference.text import handover
 from inference.wire.connections import get_redis
 from tandem.chat.validation import InvalidInput, clean_user_text
+from tandem.webhooks import chat_events as webhook_events
 from tenants import audit
 
 from . import assignment, events
@@ -82,7 +83,14 @@ def _move(conversation: Conversation, to: str, **fields) -> bool:
     conversation.refresh_from_db()
     if won:
         _publish(conversation, _state_event(conversation))
+        _handoff_event(conversation)
     return won
+
+
+def _handoff_event(conversation: Conversation) -> None:
+    webhook_events.handoff_changed(tenant_id=conversation.tenant_id, conversation_id=conversation.pk,
+                                   state=conversation.handoff, reason=conversation.handoff_reason,
+                                   agent=conversation.assignee)
 
 
 def _state_event(conversation: Conversation) -> dict:
@@ -155,6 +163,7 @@ def conversation_assign(*, conversation: Conversation, to, by) -> Conversation:
                      changes={"assignee": [before.get_username() if before else None, to.get_username()]},
                      summary=f"conversation {conversation.pk} assigned to {to.get_username()}")
         _publish(conversation, _state_event(conversation))
+        _handoff_event(conversation)
     return conversation
 
 
@@ -177,6 +186,8 @@ def agent_message(*, conversation: Conversation, agent, text: str, note: bool = 
             Conversation.objects.filter(pk=conversation.pk, first_human_reply_at__isnull=True).update(
                 first_human_reply_at=now)
         _publish(conversation, message_event(msg), audience=events.AGENTS if note else events.ALL)
+        if not note:
+            webhook_events.message_created(msg, tenant_id=conversation.tenant_id)
     return msg
 
 
@@ -197,6 +208,7 @@ def hold_if_with_person(*, conversation: Conversation, text: str) -> None:
         msg = Message.objects.create(conversation=conversation, role=Message.Role.USER, content=text)
         Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
         _publish(conversation, message_event(msg))
+        webhook_events.message_created(msg, tenant_id=conversation.tenant_id)
     raise HeldForPerson(msg)
 
 
@@ -205,6 +217,7 @@ def visitor_asks_for_person(*, conversation: Conversation | None, create: dict) 
     when there is none yet) waits for a person."""
     if conversation is None:
         conversation = Conversation.objects.create(channel=Conversation.Channel.WIDGET, **create)
+        webhook_events.conversation_created(conversation)
     handoff_request(conversation=conversation, reason="button")
     return conversation
 

@@ -16,6 +16,7 @@ from inference.pipeline import api as pipeline
 from inference.pipeline.api import RequestSpec, Route, Sampling
 from knowledge.selectors import retrieval_spec
 from tandem.chat.validation import InvalidInput, clean_user_text
+from tandem.webhooks import chat_events as webhook_events
 from tenants import changes, quotas
 from tenants.access import NotFound, access_list, access_owned  # noqa: F401 - NotFound: what callers catch
 from tenants.models import ApiKey, Tenant
@@ -98,7 +99,9 @@ def conversation_list(*, tenant: Tenant, limit: int) -> tuple[list[Conversation]
 
 
 def conversation_create(*, tenant: Tenant, channel: str, visitor_id: str = "") -> Conversation:
-    return Conversation.objects.create(tenant=tenant, channel=channel, visitor_id=visitor_id)
+    conversation = Conversation.objects.create(tenant=tenant, channel=channel, visitor_id=visitor_id)
+    webhook_events.conversation_created(conversation)
+    return conversation
 
 
 def conversation_messages(*, tenant: Tenant, conversation_id) -> list[Message]:
@@ -227,8 +230,12 @@ def chat_submit(
             stored.save(update_fields=["updated_at"])  # a new one is created with it set
         assistant = Message(id=request_id, conversation=stored, role=Message.Role.ASSISTANT,
                             status=Message.Status.QUEUED)
-        Message.objects.bulk_create(
+        rows = Message.objects.bulk_create(
             [*(Message(conversation=stored, role=role, content=text) for role, text in cleaned), assistant])
+        if conversation is None:
+            webhook_events.conversation_created(stored)
+        for row in rows[:-1]:
+            webhook_events.message_created(row, tenant_id=tenant.pk)
         return stored, assistant
 
     conversation, assistant = request_submit(spec=spec, admission=admission, write_rows=write_rows)

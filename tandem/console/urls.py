@@ -18,6 +18,7 @@ from .views import (
     members,
     overview,
     tenants,
+    webhooks,
 )
 
 app_name = "console"
@@ -69,6 +70,13 @@ urlpatterns = [
     path(T + "knowledge/new/", knowledge.article_create, name="article_create"),
     path(T + "knowledge/import/", knowledge.article_import, name="article_import"),
     path(T + "knowledge/settings/", knowledge.knowledge_settings, name="knowledge_settings"),
+    path(T + "webhooks/", webhooks.endpoint_list, name="webhooks"),
+    path(T + "webhooks/<uuid:endpoint_id>/", webhooks.endpoint_detail, name="webhook"),
+    path(T + "webhooks/<uuid:endpoint_id>/test/", webhooks.endpoint_test, name="webhook_test"),
+    path(T + "webhooks/<uuid:endpoint_id>/enable/", webhooks.endpoint_enable, name="webhook_enable"),
+    path(T + "webhooks/<uuid:endpoint_id>/delete/", webhooks.endpoint_delete, name="webhook_delete"),
+    path(T + "webhooks/<uuid:endpoint_id>/deliveries/<uuid:delivery_id>/resend/", webhooks.delivery_resend,
+         name="webhook_resend"),
     path(T + "knowledge/sources/", knowledge_sources.source_list, name="knowledge_sources"),
     path(T + "knowledge/sources/rows/", knowledge_sources.source_list_rows, name="knowledge_source_rows"),
     path(T + "knowledge/sources/website/", knowledge_sources.website_create, name="knowledge_website_create"),
