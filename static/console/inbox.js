@@ -1,6 +1,8 @@
 // The agent's conversation page: the live transcript and typing over the agent socket
 // (/ws/agent/<tenant>/<conversation>/, docs/protocol.md), replies and notes posted
 // without a page load. Without this script the forms still post and the page reloads.
+// The reply box: a Reply / Internal note switch (the colours are CSS, inbox.css), Ctrl+Enter
+// (⌘+Enter) sends, and "Suggest a reply" asks before it replaces what the agent typed.
 (function () {
   const log = document.getElementById("transcript");
   if (!log) return;
@@ -9,7 +11,7 @@
   const typing = document.getElementById("typing");
   const error = document.getElementById("reply-error");
   const state = document.getElementById("handoff-state");
-  const suggest = document.getElementById("suggest");
+  const visitor = log.dataset.visitor || "Visitor";
   const draftState = document.getElementById("draft-state");
   const STATES = { bot: "bot", pending_human: "pending human", human: "human", resolved: "resolved" };
   let sock = null, typedAt = 0, typingTimer = 0;
@@ -23,7 +25,7 @@
     const name = document.createElement("span");
     name.className = "who";
     name.textContent = m.role === "agent" ? m.author : m.role === "note" ? `Internal note · ${m.author}`
-      : m.role === "user" ? "Visitor" : "Assistant";
+      : m.role === "user" ? visitor : "Assistant";
     who.append(name);
     const text = document.createElement("div");
     text.className = "content";
@@ -42,8 +44,8 @@
       if (f.type === "message") add(f);
       else if (f.type === "draft_start") { box.value = ""; draftState.textContent = "The assistant is drafting…"; }
       else if (f.type === "draft") { box.value += f.text; box.scrollTop = box.scrollHeight; }
-      else if (f.type === "draft_end") { suggest.disabled = false; draftState.textContent = "Draft ready: edit it, then send."; box.focus(); }
-      else if (f.type === "draft_error") { suggest.disabled = false; draftState.textContent = ""; error.textContent = f.detail; }
+      else if (f.type === "draft_end") { suggestButton().disabled = false; draftState.textContent = "Draft ready: edit it, then send."; box.focus(); }
+      else if (f.type === "draft_error") { suggestButton().disabled = false; draftState.textContent = ""; error.textContent = f.detail; }
       else if (f.type === "handoff") state.textContent = STATES[f.state] || f.state;
       else if (f.type === "typing" && f.from === "visitor") {
         typing.textContent = "The visitor is typing…";
@@ -55,16 +57,38 @@
   }
   connect();
 
-  // The draft streams into the reply box over the socket; nothing is sent until Send.
-  if (suggest) {
-    suggest.hidden = false;
-    suggest.addEventListener("click", () => {
-      if (!sock || sock.readyState !== 1) return;
-      suggest.disabled = true;
-      error.textContent = "";
-      sock.send(JSON.stringify({ type: "suggest" }));
-    });
+  // The draft streams into the reply box over the socket; nothing is sent until Send. The
+  // button is for the conversation's own agent: shown when the page (or the actions panel
+  // that a claim swaps in, with the button out of band) says so.
+  function suggestButton() { return document.getElementById("suggest"); }
+  function showSuggest() {
+    const b = suggestButton();
+    if (b) b.hidden = b.dataset.mine !== "1";
   }
+  showSuggest();
+  document.body.addEventListener("htmx:afterSettle", showSuggest);
+  document.addEventListener("click", (e) => {
+    const b = e.target.closest && e.target.closest("#suggest");
+    if (!b || !sock || sock.readyState !== 1) return;
+    if (box.value.trim() && !window.confirm("Replace what you typed with a suggested reply?")) return;
+    b.disabled = true;
+    error.textContent = "";
+    sock.send(JSON.stringify({ type: "suggest" }));
+  });
+
+  // A refused claim or assign (409, 400) still shows its panel, with the reason in it.
+  document.body.addEventListener("htmx:beforeSwap", (e) => {
+    const code = e.detail.xhr.status;
+    if ((code === 409 || code === 400) && e.detail.target && e.detail.target.id === "inbox-actions") {
+      e.detail.shouldSwap = true;
+      e.detail.isError = false;
+    }
+  });
+
+  // Ctrl+Enter (⌘+Enter on a Mac) sends in whichever mode the switch is in.
+  box.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); form.requestSubmit(); }
+  });
 
   box.addEventListener("input", () => {
     const now = Date.now();
@@ -76,8 +100,8 @@
 
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
-    const note = e.submitter && e.submitter.dataset.note;
     const body = new FormData(form);
+    const note = body.get("mode") === "note";
     error.textContent = "";
     const r = await fetch(note ? form.dataset.note : form.action,
       { method: "POST", body, headers: { Accept: "application/json" }, credentials: "same-origin" });

@@ -1,8 +1,11 @@
 """Reads for the agent inbox (the console's tandem.console.views.inbox): the tenant's
-conversations handed to a person, and one conversation's whole transcript as an agent
-sees it (internal notes included). Scoped through tenants.access like every read."""
+conversations handed to a person (filtered as the agent asks), how many wait, one
+conversation's whole transcript as an agent sees it (internal notes included), and the
+name a visitor goes by. Scoped through tenants.access like every read."""
 
 from __future__ import annotations
+
+import hashlib
 
 from django.db.models import Q
 from django.utils import timezone
@@ -15,21 +18,82 @@ from .models import Conversation, Message, OfflineMessage
 H = Conversation.Handoff
 INBOX_LIMIT = 100
 
+# The inbox's filters, in the order the page shows them; "open" (waiting or with a person)
+# is what an agent works through, so it is the default.
+VIEWS = {"open": "Open", "mine": "Mine", "unassigned": "Unassigned", "waiting": "Waiting", "resolved": "Resolved"}
+DEFAULT_VIEW = "open"
 
-def inbox_list(*, tenant: Tenant, agent=None) -> list[dict]:
-    """Waiting for a person (oldest wait first), then the ones people own; each with
-    how long it has waited (since it left the bot) and its last visitor message."""
-    rows = (access_list(Conversation, tenant=tenant).filter(handoff__in=[H.PENDING_HUMAN, H.HUMAN])
-            .select_related("assignee").order_by("handoff_at")[:INBOX_LIMIT])
+# A visitor who told us nothing is still a person to talk to: "Calm Otter" reads better
+# in a queue than a hex id, and the same visitor keeps the same name.
+_ADJECTIVES = ("Amber", "Brave", "Calm", "Clever", "Gentle", "Happy", "Jolly", "Kind", "Lucky", "Merry",
+               "Quiet", "Rapid", "Sunny", "Swift", "Witty", "Bright")
+_ANIMALS = ("Otter", "Falcon", "Panda", "Heron", "Lynx", "Badger", "Koala", "Puffin", "Fox", "Robin",
+            "Walrus", "Gecko", "Beaver", "Marten", "Ibis", "Hare")
+
+
+def visitor_name(conversation: Conversation) -> str:
+    """The name the visitor gave (identified users), else their e-mail, else a friendly
+    name derived from the visitor id (or the conversation id)."""
+    if conversation.user_name:
+        return conversation.user_name
+    if conversation.user_email:
+        return conversation.user_email
+    seed = hashlib.sha256((conversation.visitor_id or str(conversation.pk)).encode()).digest()
+    return f"{_ADJECTIVES[seed[0] % len(_ADJECTIVES)]} {_ANIMALS[seed[1] % len(_ANIMALS)]}"
+
+
+def _filtered(qs, *, view: str, agent):
+    if view == "mine":
+        return qs.filter(handoff=H.HUMAN, assignee_id=getattr(agent, "pk", None))
+    if view == "unassigned":
+        return qs.filter(handoff__in=[H.PENDING_HUMAN, H.HUMAN], assignee=None)
+    if view == "waiting":
+        return qs.filter(handoff=H.PENDING_HUMAN)
+    if view == "resolved":
+        return qs.filter(handoff=H.RESOLVED)
+    return qs.filter(handoff__in=[H.PENDING_HUMAN, H.HUMAN])
+
+
+def _last_message(conversation: Conversation) -> str:
+    """The visitor's last words; a hand-over from the widget's menu adds none, so then the
+    last thing said in the conversation by anyone the visitor sees."""
+    said = conversation.messages.exclude(content="").exclude(role__in=[Message.Role.DRAFT, Message.Role.NOTE])
+    last = said.filter(role=Message.Role.USER).order_by("-seq").values_list("content", flat=True).first()
+    return last or said.order_by("-seq").values_list("content", flat=True).first() or ""
+
+
+def inbox_list(*, tenant: Tenant, agent=None, view: str = DEFAULT_VIEW) -> list[dict]:
+    """The conversations in `view` (one of VIEWS; ValueError otherwise): waiting for a
+    person first (longest wait first), then the ones people own; resolved ones newest
+    first. Each with how long it has waited (since it left the bot), its last message
+    and the visitor's name."""
+    if view not in VIEWS:
+        raise ValueError(f"Unknown inbox view {view!r}: choose one of {', '.join(VIEWS)}.")
+    qs = _filtered(access_list(Conversation, tenant=tenant), view=view, agent=agent).select_related("assignee")
+    qs = qs.order_by("-resolved_at") if view == "resolved" else qs.order_by("handoff_at")
     now = timezone.now()
     out = []
-    for c in rows:
-        last = (c.messages.filter(role=Message.Role.USER).order_by("-seq")
-                .values_list("content", flat=True).first())
+    for c in qs[:INBOX_LIMIT]:
         out.append({"conversation": c, "waiting_s": (now - (c.handoff_at or c.updated_at)).total_seconds(),
-                    "last": last or "", "mine": agent is not None and c.assignee_id == agent.pk})
-    out.sort(key=lambda r: (r["conversation"].handoff != H.PENDING_HUMAN, -r["waiting_s"]))
+                    "last": _last_message(c), "visitor": visitor_name(c),
+                    "mine": agent is not None and c.assignee_id == agent.pk})
+    if view != "resolved":
+        out.sort(key=lambda r: (r["conversation"].handoff != H.PENDING_HUMAN, -r["waiting_s"]))
     return out
+
+
+def waiting_count(*, tenant: Tenant) -> int:
+    """How many conversations wait for a person: the nav's and the page title's count."""
+    return access_list(Conversation, tenant=tenant).filter(handoff=H.PENDING_HUMAN).count()
+
+
+def next_waiting(*, tenant: Tenant, after: Conversation | None = None) -> Conversation | None:
+    """The conversation that has waited longest for a person (other than `after`): where
+    an agent goes once they resolve one."""
+    qs = access_list(Conversation, tenant=tenant).filter(handoff=H.PENDING_HUMAN)
+    if after is not None:
+        qs = qs.exclude(pk=after.pk)
+    return qs.order_by("handoff_at").first()
 
 
 def offline_list(*, tenant: Tenant, limit: int = 50) -> list[OfflineMessage]:

@@ -105,6 +105,7 @@ urlpatterns = [
          {"fmt": "json"}, name="conversation_json"),
     path(T + "inbox/", inbox.inbox, name="inbox"),
     path(T + "inbox/rows/", inbox.inbox_rows, name="inbox_rows"),
+    path(T + "inbox/count/", inbox.inbox_count, name="inbox_count"),
     path(T + "inbox/presence/", inbox.inbox_presence, name="inbox_presence"),
     path(T + "inbox/offline/<int:offline_id>/answer/", inbox.inbox_offline_answer, name="inbox_offline_answer"),
     path(T + "inbox/<uuid:conversation_id>/", inbox.inbox_conversation, name="inbox_conversation"),

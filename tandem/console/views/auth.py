@@ -12,6 +12,7 @@ from django.shortcuts import redirect
 from django.urls import reverse, reverse_lazy
 
 from .. import throttle
+from . import inbox
 
 
 class SignInView(auth_views.LoginView):
@@ -44,6 +45,10 @@ class SignInView(auth_views.LoginView):
     def form_valid(self, form):
         throttle.clear(**self._who())
         return super().form_valid(form)
+
+    def get_default_redirect_url(self):
+        # Without a ?next=: agents (every role with the inbox) start where their work is.
+        return inbox.home_url(self.request.user) or super().get_default_redirect_url()
 
 
 class SignOutView(auth_views.LogoutView):

@@ -1,6 +1,7 @@
 """Tenant → Inbox: the conversations handed to a person, for agents, admins and owners
-(Can.INBOX). Claim, assign, reply, internal notes and resolve are POSTs to
-tandem.chat.responder, the agent's online / away toggle to tandem.chat.assignment (and
+(Can.INBOX), and where such members land after signing in (`home_url`). Claim, assign,
+reply, internal notes and resolve are POSTs to tandem.chat.responder (an htmx post gets
+the actions panel back, or after resolve a redirect to the next waiting conversation), the agent's online / away toggle to tandem.chat.assignment (and
 every inbox page is a presence heartbeat);
 the live transcript and typing come over the agent socket (tandem.console.agent_socket).
 Another tenant's conversation id is a 404 like a missing one (views/base.tenant_page)."""
@@ -12,11 +13,14 @@ import logging
 from django.contrib import messages
 from django.http import JsonResponse
 from django.shortcuts import redirect
+from django.urls import reverse
+from django_htmx.http import HttpResponseClientRedirect
 
 from tandem.chat import assignment, responder
 from tandem.chat import inbox as chat_inbox
 from tandem.chat.models import Conversation, OfflineMessage
 from tandem.chat.validation import InvalidInput
+from tenants import membership
 from tenants.access import NotFound
 from tenants.membership import Can
 
@@ -34,21 +38,52 @@ def _presence(request, access) -> dict:
             "online_count": assignment.online_agents(tenant=access.tenant).count()}
 
 
+def home_url(user) -> str | None:
+    """Where a member whose role has the inbox lands after signing in: the inbox of their
+    first such tenant (by name). None for operators and for roles without it."""
+    if user.is_staff:
+        return None
+    for a in membership.user_tenants(user):
+        if a.can(Can.INBOX):
+            return reverse("console:inbox", kwargs={"slug": a.tenant.slug})
+    return None
+
+
+def _rows(request, access) -> tuple[dict, int]:
+    """The list in the filter the query names (?view=); an unknown one is a 400 that says
+    which exist, showing the default list."""
+    view = request.GET.get("view") or chat_inbox.DEFAULT_VIEW
+    status, error = 200, ""
+    if view not in chat_inbox.VIEWS:
+        status, error = 400, f"Unknown filter {view[:40]!r}: choose one of {', '.join(chat_inbox.VIEWS.values())}."
+        view = chat_inbox.DEFAULT_VIEW
+    rows = chat_inbox.inbox_list(tenant=access.tenant, agent=request.user, view=view)
+    return {"rows": rows, "view": view, "views": chat_inbox.VIEWS, "view_error": error}, status
+
+
 @tenant_page(methods=("GET",), **INBOX)
 def inbox(request, access):
+    ctx, status = _rows(request, access)
     return render_page(request, "console/inbox.html",
-                       {"rows": chat_inbox.inbox_list(tenant=access.tenant, agent=request.user),
-                        "stats": chat_inbox.handoff_stats(tenant=access.tenant),
+                       {**ctx, "stats": chat_inbox.handoff_stats(tenant=access.tenant),
                         "offline": chat_inbox.offline_list(tenant=access.tenant), **_presence(request, access)},
-                       access=access, nav="inbox")
+                       access=access, nav="inbox", status=status)
 
 
 @tenant_page(methods=("GET",), **INBOX)
 def inbox_rows(request, access):
     """The list alone, which the page polls (htmx) so a new hand-over shows within a second."""
-    return render_page(request, "console/partials/inbox_rows.html",
-                       {"rows": chat_inbox.inbox_list(tenant=access.tenant, agent=request.user),
-                        **_presence(request, access)}, access=access)
+    ctx, status = _rows(request, access)
+    return render_page(request, "console/partials/inbox_rows.html", {**ctx, **_presence(request, access)},
+                       access=access, status=status)
+
+
+@tenant_page(methods=("GET",), **INBOX)
+def inbox_count(request, access):
+    """How many wait for a person: the badge in the tenant's nav, polled by every console
+    page of the tenant (htmx); static/console/inbox_count.js puts it in the page title."""
+    return render_page(request, "console/partials/inbox_count.html",
+                       {"waiting": chat_inbox.waiting_count(tenant=access.tenant)}, access=access)
 
 
 @tenant_page(methods=("POST",), **INBOX)
@@ -71,10 +106,32 @@ def inbox_presence(request, access):
 @tenant_page(methods=("GET",), objects=CONVERSATION, **INBOX)
 def inbox_conversation(request, access, conv):
     return render_page(request, "console/inbox_conversation.html",
-                       {"conversation": conv, "items": chat_inbox.inbox_transcript(conv),
-                        "mine": conv.handoff == Conversation.Handoff.HUMAN and conv.assignee_id == request.user.pk,
-                        "agents": assignment.inbox_agents(tenant=access.tenant), **_presence(request, access)},
+                       {**_actions_context(request, access, conv), "items": chat_inbox.inbox_transcript(conv),
+                        **_presence(request, access)},
                        access=access, nav="inbox")
+
+
+def _actions_context(request, access, conv) -> dict:
+    return {"conversation": conv, "visitor": chat_inbox.visitor_name(conv),
+            "mine": conv.handoff == Conversation.Handoff.HUMAN and conv.assignee_id == request.user.pk,
+            "agents": assignment.inbox_agents(tenant=access.tenant)}
+
+
+def _htmx_answer(request, access, conv, *, action: str, status: int, text: str):
+    """What an htmx post (the conversation page's buttons) gets: after a resolve, a
+    redirect to the conversation that has waited longest (else the inbox), with the outcome
+    as a message; otherwise the actions panel as it now stands, with the outcome in it (an
+    error keeps its status; inbox.js swaps those in too)."""
+    if action == "resolve" and status == 200:
+        messages.success(request, text)
+        nxt = chat_inbox.next_waiting(tenant=access.tenant, after=conv)
+        to = (reverse("console:inbox_conversation", kwargs={"slug": access.tenant.slug, "conversation_id": nxt.pk})
+              if nxt else reverse("console:inbox", kwargs={"slug": access.tenant.slug}))
+        return HttpResponseClientRedirect(to)
+    conv.refresh_from_db()
+    return render_page(request, "console/partials/inbox_actions.html",
+                       {**_actions_context(request, access, conv), "outcome": text, "failed": status != 200,
+                        "oob": True}, access=access, status=status)
 
 
 @tenant_page(methods=("POST",), objects=CONVERSATION, **INBOX)
@@ -96,8 +153,10 @@ def inbox_action(request, access, conv, action):
             else:
                 text = "Resolved: the assistant answers the visitor's next message."
         else:
+            # The reply box's switch says which; a note stays a note whichever URL it reached.
+            note = action == "note" or request.POST.get("mode") == "note"
             msg = responder.agent_message(conversation=conv, agent=request.user,
-                                          text=request.POST.get("text", ""), note=action == "note")
+                                          text=request.POST.get("text", ""), note=note)
             if _wants_json(request):
                 return JsonResponse({"ok": True, "message": responder.message_event(msg)})
     except (responder.Taken, responder.NotYours, responder.Stale) as exc:
@@ -106,6 +165,8 @@ def inbox_action(request, access, conv, action):
         status, text = 400, "Choose an agent of this tenant who may use the inbox."
     except InvalidInput as exc:
         status, text = 400, str(exc)
+    if getattr(request, "htmx", False) and action in ("claim", "assign", "resolve"):
+        return _htmx_answer(request, access, conv, action=action, status=status, text=text)
     if _wants_json(request):
         return JsonResponse({"ok": status == 200, "detail": text, "state": conv.handoff}, status=status)
     if text:

@@ -1,0 +1,12 @@
+// The waiting count (partials/inbox_count.html, polled by htmx in the tenant's nav) in the
+// page title too, "(3) Inbox · Acme · Tandem", so a person on another tab sees it.
+(function () {
+  const base = document.title;
+  function show() {
+    const el = document.getElementById("inbox-count");
+    const n = el ? parseInt(el.dataset.waiting || "0", 10) : 0;
+    document.title = n > 0 ? `(${n}) ${base}` : base;
+  }
+  document.addEventListener("htmx:afterSettle", show);
+  show();
+})();
