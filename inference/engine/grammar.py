@@ -118,10 +118,17 @@ def mask_logits_(logits: torch.Tensor, matchers: Sequence[object | None]) -> Non
     bitmask = torch.empty(len(rows), words, dtype=torch.int32)  # [R, W], bit j of word w: token 32w + j
     for j, r in enumerate(rows):
         matchers[r].unsafe_compute_mask_ptr(bitmask[j].data_ptr(), words * 4)
-    allowed = np.unpackbits(bitmask.numpy().view(np.uint8), axis=1, bitorder="little")[:, :vocab]  # [R, V]
+    # The inverted words unpacked: 1 where a token is forbidden, read as bool in place.
+    forbid = np.unpackbits((~bitmask.numpy()).view(np.uint8), axis=1, bitorder="little")[:, :vocab].view(np.bool_)
+    if logits.device.type == "cpu":
+        # numpy's masked copy, row by row into the tensor's memory: several times faster
+        # on a CPU than torch's masked_fill over the same rows.
+        values = logits.numpy()  # [B, V], shares memory
+        for j, r in enumerate(rows):
+            np.copyto(values[r], -np.inf, where=forbid[j])
+        return
     idx = torch.tensor(rows, device=logits.device)
-    forbid = torch.from_numpy(allowed).to(logits.device) == 0
-    logits[idx] = logits[idx].masked_fill_(forbid, float("-inf"))
+    logits[idx] = logits[idx].masked_fill_(torch.from_numpy(forbid).to(logits.device), float("-inf"))
 
 
 def consume(matchers: Sequence[object | None], tokens: Sequence[int]) -> None:

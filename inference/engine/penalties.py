@@ -48,43 +48,43 @@ def penalise_(
     histories: Sequence[History] | None,
 ) -> None:
     rows = [i for i, p in enumerate(params) if p.penalised]
-    flat = out.view(-1)
+    if not rows:
+        return
+    flat = out.view(-1)  # [B * V]
     vocab = out.shape[-1]
     dev = out.device
-    freq_idx: list[int] = []
-    freq_val: list[float] = []
-    pres_idx: list[int] = []
-    pres_val: list[float] = []
-    rep_idx: list[int] = []
-    rep_val: list[float] = []
-    bias_idx: list[int] = []
-    bias_val: list[float] = []
-    for r in rows:
-        p = params[r]
-        prompt, output = histories[r] if histories is not None else ((), ())
-        base = r * vocab
-        if p.logit_bias:
-            for tok, bias in p.logit_bias:
-                if 0 <= tok < vocab:
-                    bias_idx.append(base + tok)
-                    bias_val.append(bias)
-        if p.frequency_penalty and output:
-            freq_idx.extend(base + t for t in output)
-            freq_val.extend([-p.frequency_penalty] * len(output))
-        if p.presence_penalty and output:
-            seen = set(output)
-            pres_idx.extend(base + t for t in seen)
-            pres_val.extend([-p.presence_penalty] * len(seen))
-        if p.repetition_penalty != 1.0 and (prompt or output):
-            seen = set(prompt)
-            seen.update(output)
-            rep_idx.extend(base + t for t in seen)
-            rep_val.extend([p.repetition_penalty] * len(seen))
-    if rep_idx:  # first, on the model's own logits, as vLLM does
-        idx = torch.tensor(rep_idx, device=dev)
-        penalty = torch.tensor(rep_val, device=dev)
+    empty: History = ((), ())
+    hist = [histories[r] if histories is not None else empty for r in rows]
+    # Every token a penalised row has seen, as flat indices row * V + token, built with
+    # one list and a few tensor ops: Python touches each token id once.
+    rep_rows = [j for j, r in enumerate(rows) if params[r].repetition_penalty != 1.0]
+    if rep_rows:  # first, on the model's own logits, as vLLM does
+        idx = _flat_unique([rows[j] for j in rep_rows], [(*hist[j][0], *hist[j][1]) for j in rep_rows], vocab, dev)
+        penalty = torch.tensor([params[r].repetition_penalty for r in range(len(params))], device=dev)[idx // vocab]
         vals = flat[idx]
         flat[idx] = torch.where(vals > 0, vals / penalty, vals * penalty)
-    for idx, val in ((freq_idx, freq_val), (pres_idx, pres_val), (bias_idx, bias_val)):
-        if idx:
-            flat.index_add_(0, torch.tensor(idx, device=dev), torch.tensor(val, device=dev))
+    freq_rows = [j for j, r in enumerate(rows) if params[rows[j]].frequency_penalty and hist[j][1]]
+    if freq_rows:
+        idx = _flat([rows[j] for j in freq_rows], [hist[j][1] for j in freq_rows], vocab, dev)
+        freq = torch.tensor([params[r].frequency_penalty for r in range(len(params))], device=dev)
+        flat.index_add_(0, idx, -freq[idx // vocab])
+    pres_rows = [j for j, r in enumerate(rows) if params[rows[j]].presence_penalty and hist[j][1]]
+    if pres_rows:
+        idx = _flat_unique([rows[j] for j in pres_rows], [hist[j][1] for j in pres_rows], vocab, dev)
+        pres = torch.tensor([params[r].presence_penalty for r in range(len(params))], device=dev)
+        flat.index_add_(0, idx, -pres[idx // vocab])
+    bias = [(r * vocab + t, b) for r in rows for t, b in params[r].logit_bias if 0 <= t < vocab]
+    if bias:
+        flat.index_add_(0, torch.tensor([i for i, _ in bias], device=dev),
+                        torch.tensor([b for _, b in bias], device=dev, dtype=out.dtype))
+
+
+def _flat(rows: list[int], tokens: list[Sequence[int]], vocab: int, dev) -> torch.Tensor:
+    """Flat indices row * vocab + token of each row's tokens (repeats kept)."""
+    ids = torch.tensor([t for ts in tokens for t in ts], dtype=torch.long, device=dev)
+    base = torch.tensor(rows, dtype=torch.long, device=dev) * vocab
+    return ids + base.repeat_interleave(torch.tensor([len(ts) for ts in tokens], device=dev))
+
+
+def _flat_unique(rows: list[int], tokens: list[Sequence[int]], vocab: int, dev) -> torch.Tensor:
+    return torch.unique(_flat(rows, tokens, vocab, dev))
