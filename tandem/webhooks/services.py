@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 from django.db import transaction
+from django.utils import timezone
 
 from knowledge.outbound import address_refusal, allowed_hosts
 from tenants.models import Tenant
 
 from .crypto import secret_encrypt, secret_generate
-from .events import event_emit
+from .events import QUEUED_FOR_S, event_emit
 from .models import EVENT_TYPES, TEST_EVENT, Delivery, Endpoint
 from .queue import deliveries_queue
 from .sending import url_refusal
@@ -115,6 +117,8 @@ def delivery_resend(*, delivery: Delivery) -> Delivery:
     delivery to the same endpoint, attempted at once."""
     if not delivery.endpoint.enabled:
         raise WebhookInputError("enabled", "The endpoint is disabled: enable it before resending.")
-    again = Delivery.objects.create(endpoint=delivery.endpoint, event=delivery.event)
+    now = timezone.now()
+    again = Delivery.objects.create(endpoint=delivery.endpoint, event=delivery.event, next_attempt_at=now,
+                                    lease_until=now + timedelta(seconds=QUEUED_FOR_S))
     transaction.on_commit(lambda: deliveries_queue([str(again.pk)]))
     return again
