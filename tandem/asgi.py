@@ -24,12 +24,18 @@ def _close_http_request_connections(**_):
 request_finished.connect(_close_http_request_connections, dispatch_uid="tandem-close-http-connections")
 
 # A handful of Redis connections whatever the number of sockets (docs/architecture.md):
-# the stream reader's, the asyncio pool's, and this bounded pool for the sync code.
+# the stream reader's, the asyncio pool's, a bounded pool for the sync code, and Celery's
+# producers.
 from inference.wire.connections import get_redis, limit_sync_connections  # noqa: E402
 from tenants import changes  # noqa: E402
 
 limit_sync_connections(settings.TANDEM_WEB_REDIS_SYNC_CONNECTIONS)
 changes.use_client(get_redis)
+# Celery's producer pool (the submissions' enqueue) is Redis connections too; acquiring
+# from it waits for a free one.
+from tandem.celery import app as celery_app  # noqa: E402
+
+celery_app.conf.broker_pool_limit = settings.TANDEM_WEB_BROKER_CONNECTIONS
 
 if settings.DEBUG:
     # daphne does not serve static files; in development Django's handler does.

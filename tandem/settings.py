@@ -336,11 +336,16 @@ TANDEM_WS_FRAME_BURST = int(os.environ.get("TANDEM_WS_FRAME_BURST", "20"))
 # A web process's Redis connections (inference.wire.connections, inference.wire.reader):
 # one for the stream reader's blocking XREAD, a pool of this many for short async commands,
 # which waits up to TANDEM_WEB_REDIS_WAIT_S for a free connection instead of failing.
-TANDEM_WEB_REDIS_CONNECTIONS = int(os.environ.get("TANDEM_WEB_REDIS_CONNECTIONS", "4"))
-# ... and this many for its sync code (services on executor threads).
-TANDEM_WEB_REDIS_SYNC_CONNECTIONS = int(os.environ.get("TANDEM_WEB_REDIS_SYNC_CONNECTIONS", "3"))
+TANDEM_WEB_REDIS_CONNECTIONS = int(os.environ.get("TANDEM_WEB_REDIS_CONNECTIONS", "3"))
+# ... this many for its sync code (services on executor threads), and this many for
+# Celery's producers (the submissions' enqueue): 1 + 3 + 2 + 2 = 8 in all by default.
+TANDEM_WEB_REDIS_SYNC_CONNECTIONS = int(os.environ.get("TANDEM_WEB_REDIS_SYNC_CONNECTIONS", "2"))
+TANDEM_WEB_BROKER_CONNECTIONS = int(os.environ.get("TANDEM_WEB_BROKER_CONNECTIONS", "2"))
 TANDEM_WEB_REDIS_WAIT_S = float(os.environ.get("TANDEM_WEB_REDIS_WAIT_S", "10"))
 # Feedback (docs/outcomes.md): the widget asks "How did we do?" once a conversation the
 # assistant answers has had no visitor message for this many minutes (0: never on idle;
 # an agent resolving a conversation always asks).
 TANDEM_CSAT_IDLE_MINUTES = float(os.environ.get("TANDEM_CSAT_IDLE_MINUTES", "10"))
+# The outcomes rollup (tandem.feedback.tasks): run by the CPU workers every this many
+# seconds (0: never; `manage.py outcomes_rollup` runs it by hand).
+TANDEM_OUTCOMES_ROLLUP_S = float(os.environ.get("TANDEM_OUTCOMES_ROLLUP_S", "300"))

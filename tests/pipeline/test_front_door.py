@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import psutil
 import pytest
 import redis as redis_lib
 import websockets
@@ -42,9 +43,12 @@ def front_door(django_db_setup, django_db_blocker, tmp_path_factory):
 
 
 def web_connections(p) -> int:
-    """Redis connections the web process holds (its clients carry its pid in their name)."""
-    name = f"tandem-{p.procs['web'].pid}"
-    return sum(1 for c in p.client.client_list() if c.get("name") == name)
+    """Redis connections the web process holds, whoever opened them (Redis's CLIENT LIST
+    matched to the process by the local ports of its TCP connections to Redis)."""
+    redis_port = p.client.connection_pool.connection_kwargs["port"]
+    mine = {c.laddr.port for c in psutil.Process(p.procs["web"].pid).net_connections(kind="tcp")
+            if c.raddr and c.raddr.port == redis_port}
+    return sum(1 for c in p.client.client_list() if int(c["addr"].rsplit(":", 1)[1]) in mine)
 
 
 async def _open(url: str):
