@@ -27,10 +27,12 @@ def doc_env(platform):
 
 
 def test_the_python_example_runs(doc_env):
-    [code] = blocks("python")
+    # Later examples build on the first one's client and model: run them in order.
+    code = "\n".join(blocks("python"))
     result = subprocess.run([sys.executable, "-c", code], env=doc_env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "tokens" in result.stdout
+    assert "category=" in result.stdout  # the structured-output example printed its parsed Ticket
 
 
 def test_the_curl_examples_run(doc_env):
