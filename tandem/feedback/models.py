@@ -58,3 +58,44 @@ class Csat(models.Model):
 
     def __str__(self) -> str:
         return f"CSAT {self.score} on {self.conversation_id}"
+
+
+class ConversationOutcome(models.Model):
+    """One conversation as the Outcomes page counts it (docs/outcomes.md): written by the
+    periodic rollup (tandem.feedback.rollup) from messages, usage records, citations,
+    ratings and CSAT, so a page view reads these rows, never the messages."""
+
+    TENANT_PATH = "tenant"
+
+    class Outcome(models.TextChoices):
+        AI_RESOLVED = "ai_resolved"
+        HANDED_OVER = "handed_over"
+        HUMAN_RESOLVED = "human_resolved"
+        ABANDONED = "abandoned"
+        PENDING = "pending"  # the assistant answered last, less than 24 h ago: not decided yet
+
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="+")
+    conversation = models.OneToOneField("chat.Conversation", on_delete=models.CASCADE, related_name="outcome")
+    day = models.DateField()  # the day the conversation started (UTC)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    handoff_reason = models.CharField(max_length=16, blank=True, default="")
+    ai_involved = models.BooleanField(default=False)  # the assistant finished at least one reply
+    first_ai_response_ms = models.FloatField(null=True, blank=True)
+    first_human_response_ms = models.FloatField(null=True, blank=True)
+    replies = models.PositiveIntegerField(default=0)
+    uncited_replies = models.PositiveIntegerField(default=0)  # retrieval found nothing above min_score
+    thumbs_up = models.PositiveIntegerField(default=0)
+    thumbs_down = models.PositiveIntegerField(default=0)
+    csat_score = models.PositiveSmallIntegerField(null=True, blank=True)
+    csat_answered_by = models.CharField(max_length=8, blank=True, default="")
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    prefill_s = models.FloatField(default=0.0)
+    decode_s = models.FloatField(default=0.0)
+    computed_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "day"])]
+
+    def __str__(self) -> str:
+        return f"{self.outcome} ({self.conversation_id})"
