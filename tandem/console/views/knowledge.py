@@ -73,7 +73,8 @@ def _article_page(request, access, form, article=None, status=200):
 @tenant_page(write=Can.MANAGE)
 def article_create(request, access):
     access.require(Can.MANAGE)
-    form = ArticleForm(request.POST or None)
+    # ?title= pre-fills the form: the Outcomes page's "Write an article" for a knowledge gap.
+    form = ArticleForm(request.POST or None, initial={"title": request.GET.get("title", "")[:300]})
     if request.method == "POST" and form.is_valid():
         try:
             article = knowledge_services.article_create(tenant=access.tenant, **form.cleaned_data)

@@ -9,12 +9,13 @@ import datetime as dt
 from django.http import StreamingHttpResponse
 from django.utils import timezone
 
-from tandem.feedback import report
+from tandem.feedback import gaps, report
 
 from ..csv_export import csv_lines
 from .base import render_page, tenant_page
 
 RANGES = {"7": 7, "30": 30, "90": 90}
+WHY = {"no_source": "no source", "thumbs_down": "thumbs down", "ungrounded": "handed over, ungrounded"}
 SEGMENTS = [("ai_resolved", "AI-resolved"), ("handed_over", "Handed over"), ("human_resolved", "Human-resolved"),
             ("abandoned", "Abandoned"), ("pending", "Pending")]
 
@@ -43,6 +44,8 @@ def outcomes(request, access):
     peak = max((p["conversations"] for p in periods), default=0)
     return render_page(request, "console/outcomes.html",
                        {"total": data["total"], "periods": periods, "peak": peak, "days": days_key,
+                        "gaps": [{**g, "why": " · ".join(f"{WHY[k]} {n}" for k, n in g["reasons"].items())}
+                                 for g in gaps.knowledge_gaps(tenant=access.tenant, start=start, end=end)],
                         "period": period, "start": start, "end": end, "segments": SEGMENTS,
                         "ranges": list(RANGES)}, access=access, nav="outcomes")
 
