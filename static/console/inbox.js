@@ -69,8 +69,9 @@
   document.body.addEventListener("htmx:afterSettle", showSuggest);
   document.addEventListener("click", (e) => {
     const b = e.target.closest && e.target.closest("#suggest");
-    if (!b || !sock || sock.readyState !== 1) return;
+    if (!b) return;
     if (box.value.trim() && !window.confirm("Replace what you typed with a suggested reply?")) return;
+    if (!sock || sock.readyState !== 1) { error.textContent = "Not connected yet: try again in a moment."; return; }
     b.disabled = true;
     error.textContent = "";
     sock.send(JSON.stringify({ type: "suggest" }));

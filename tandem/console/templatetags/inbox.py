@@ -1,9 +1,11 @@
-"""Template filters for the agent inbox: a wait in the units a person reads ("11 min",
-not "680 s")."""
+"""Template tags for the agent inbox: a wait in the units a person reads ("11 min",
+not "680 s"), and the waiting count the layout's nav starts with."""
 
 from __future__ import annotations
 
 from django import template
+
+from tandem.chat import inbox as chat_inbox
 
 register = template.Library()
 
@@ -25,3 +27,9 @@ def human_duration(seconds) -> str:
         return f"{h} h {m} min" if m else f"{h} h"
     d, h = divmod(s // 3600, 24)
     return f"{d} d {h} h" if h else f"{d} d"
+
+
+@register.simple_tag
+def inbox_waiting(tenant) -> int:
+    """The waiting count for the nav's first paint (the partial then polls it)."""
+    return chat_inbox.waiting_count(tenant=tenant)
