@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "tandem.chat",
     "tandem.api",
     "tandem.console",
+    "tandem.saved_replies",
     "tandem.feedback",
     "tandem.webhooks",
 ]

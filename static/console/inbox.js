@@ -86,9 +86,41 @@
     }
   });
 
+  // Saved replies: "/" and a shortcut lists the tenant's matches, filled in for this
+  // conversation by the server; Tab (or a click) puts the first (or that one) in the box.
+  const saved = document.getElementById("saved-replies");
+  let savedAsked = 0;
+  function useSaved(text) { box.value = text; saved.hidden = true; saved.replaceChildren(); box.focus(); }
+  async function lookUpSaved() {
+    const m = box.value.match(/^\/([a-z0-9_-]*)$/i);
+    if (!m || !saved) { if (saved) saved.hidden = true; return; }
+    const asked = ++savedAsked;
+    const r = await fetch(`${form.dataset.replies}?q=${encodeURIComponent(m[1])}`,
+      { headers: { Accept: "application/json" }, credentials: "same-origin" });
+    const found = r.ok ? (await r.json()).replies : [];
+    if (asked !== savedAsked) return;  // a newer keystroke's answer wins
+    saved.replaceChildren(...found.map((f) => {
+      const li = document.createElement("li");
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = "saved-reply";
+      b.dataset.text = f.text;
+      b.textContent = `/${f.shortcut} · ${f.text.length > 80 ? f.text.slice(0, 80) + "…" : f.text}`;
+      b.addEventListener("click", () => useSaved(f.text));
+      li.append(b);
+      return li;
+    }));
+    saved.hidden = found.length === 0;
+  }
+  box.addEventListener("input", lookUpSaved);
+
   // Ctrl+Enter (⌘+Enter on a Mac) sends in whichever mode the switch is in.
   box.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); form.requestSubmit(); }
+    else if (e.key === "Tab" && saved && !saved.hidden && saved.firstElementChild) {
+      e.preventDefault();
+      useSaved(saved.querySelector("button").dataset.text);
+    }
   });
 
   box.addEventListener("input", () => {

@@ -18,6 +18,7 @@ from .views import (
     members,
     outcomes,
     overview,
+    saved_replies,
     tenants,
     webhooks,
 )
@@ -109,6 +110,10 @@ urlpatterns = [
     path(T + "inbox/", inbox.inbox, name="inbox"),
     path(T + "inbox/rows/", inbox.inbox_rows, name="inbox_rows"),
     path(T + "inbox/count/", inbox.inbox_count, name="inbox_count"),
+    path(T + "inbox/replies/", saved_replies.saved_replies, name="saved_replies"),
+    path(T + "inbox/replies/<int:saved_reply_id>/delete/", saved_replies.saved_reply_delete,
+         name="saved_reply_delete"),
+    path(T + "inbox/<uuid:conversation_id>/replies/", saved_replies.saved_reply_matches, name="saved_reply_matches"),
     path(T + "inbox/presence/", inbox.inbox_presence, name="inbox_presence"),
     path(T + "inbox/offline/<int:offline_id>/answer/", inbox.inbox_offline_answer, name="inbox_offline_answer"),
     path(T + "inbox/<uuid:conversation_id>/", inbox.inbox_conversation, name="inbox_conversation"),

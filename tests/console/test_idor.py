@@ -75,7 +75,17 @@ def other_tenants_values(world) -> dict[str, list[dict]]:
         "source_id": b_source(b).pk,
         "file_id": (SourceFile.objects.filter(source__tenant=b).first() or SourceFile.objects.create(
             source=b_source(b), name="b.txt", data=b"B's", size=3, sha256="0" * 64)).pk,
+        "saved_reply_id": b_saved_reply(b).pk,
     }
+
+
+def b_saved_reply(b):
+    """B's saved reply, made once."""
+    from tandem.saved_replies import services
+    from tandem.saved_replies.models import SavedReply
+
+    return SavedReply.objects.filter(tenant=b).first() or services.saved_reply_create(
+        tenant=b, shortcut="b-only", text="B's")
 
 
 def urls_for_b(world, route: str, names: list[str]) -> list[str]:

@@ -1,7 +1,7 @@
 """The agent's workspace in a real browser (Chromium driven by Playwright) on Django's
 test server: an agent signs in to the inbox with the waiting count in the nav and the
 title, filters it, claims without a reload, writes an internal note that looks like
-one, keeps typed text when "Suggest a reply" is declined, and resolves on to the next
+one, expands a saved reply, keeps typed text when "Suggest a reply" is declined, and resolves on to the next
 waiting conversation. Screenshots go to TANDEM_CONSOLE_SCREENSHOTS when it names a
 folder (docs/console for the docs)."""
 
@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from tandem.chat import responder
 from tandem.chat.models import Conversation, Message
+from tandem.saved_replies.services import saved_reply_create
 from tenants.models import Membership
 from tests.console.conftest import conversation, user
 from tests.console.test_browser import sign_in
@@ -109,8 +110,17 @@ def test_an_agent_lands_in_the_inbox_claims_writes_a_private_note_and_resolves_t
     expect(box).to_have_value("")
     assert Message.objects.get(conversation=ann, content="Offer a replacement pole").role == Message.Role.NOTE
 
-    # "Suggest a reply" asks before replacing what was typed; declining keeps it.
+    # A saved reply: "/" and its shortcut offers it, Tab puts it in, filled in for Ann.
     page.get_by_role("radio", name="Reply").check()
+    saved_reply_create(tenant=acme, shortcut="sorry", text="Sorry about that, {{visitor.name}}. {{agent.name}} here.")
+    box.press_sequentially("/sor")
+    expect(page.get_by_role("list", name="Saved replies")).to_contain_text("/sorry")
+    shoot(page, "inbox-saved-reply")
+    box.press("Tab")
+    expect(box).to_have_value("Sorry about that, Ann Lee. Maya here.")
+    expect(page.get_by_role("list", name="Saved replies")).to_be_hidden()
+
+    # "Suggest a reply" asks before replacing what was typed; declining keeps it.
     box.fill("Sorry about the pole, Ann")
     asked = []
     page.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
