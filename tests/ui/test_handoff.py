@@ -77,9 +77,9 @@ def test_a_visitor_asks_for_a_person_an_agent_claims_and_replies_live_and_resolv
         expect(widget.get_by_role("alert")).to_have_text("Maya joined the conversation.")
 
         # Typing, both ways.
-        console.get_by_label("Reply").press_sequentially("Hi")
+        console.get_by_role("textbox", name="Reply to").press_sequentially("Hi")
         expect(widget.locator("tandem-chat [role=status]")).to_have_text("Maya is typing…")
-        console.get_by_label("Reply").fill("Hi, this is Maya. How can I help?")
+        console.get_by_role("textbox", name="Reply to").fill("Hi, this is Maya. How can I help?")
         console.get_by_role("button", name="Send to the visitor").click()
         expect(widget.locator("tandem-chat .msg.agent")).to_have_text("MayaHi, this is Maya. How can I help?")
         # Screen readers hear who wrote it: the agent, not "Assistant".
@@ -92,7 +92,7 @@ def test_a_visitor_asks_for_a_person_an_agent_claims_and_replies_live_and_resolv
         box.fill("My order 42 never arrived")
         widget.get_by_role("button", name="Send").click()
         # The agent sees it live; the bot says nothing and nothing went to the model tiers.
-        expect(console.locator("#transcript .msg.user").last).to_have_text("VisitorMy order 42 never arrived")
+        expect(console.locator("#transcript .msg.user").last).to_contain_text("My order 42 never arrived")
         wait_for_event(widget, "message", role="user", text="My order 42 never arrived", timeout=10_000)
         expect(widget.get_by_role("button", name="Send")).to_be_enabled()
         assert not Message.objects.filter(conversation=conv, role="assistant").exists()
@@ -102,10 +102,11 @@ def test_a_visitor_asks_for_a_person_an_agent_claims_and_replies_live_and_resolv
         # "Suggest a reply": the draft streams into the reply box; the visitor sees nothing of it.
         console.get_by_role("button", name="Suggest a reply").click()
         expect(console.locator("#draft-state")).to_have_text("Draft ready: edit it, then send.", timeout=60_000)
-        assert console.get_by_label("Reply").input_value().strip()
+        assert console.get_by_role("textbox", name="Reply to").input_value().strip()
         expect(widget.locator("tandem-chat .msg.agent")).to_have_count(1)
 
-        console.get_by_label("Reply").fill("Internal: check the courier")
+        console.get_by_role("radio", name="Internal note").check()  # the reply box's switch
+        console.get_by_role("textbox", name="Internal note").fill("Internal: check the courier")
         console.get_by_role("button", name="Add internal note").click()
         expect(console.locator("#transcript .msg.note")).to_be_visible()
         console.get_by_role("button", name="Resolve").click()
