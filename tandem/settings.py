@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "tandem.console",
     "tandem.saved_replies",
     "tandem.feedback",
+    "tandem.evals",
     "tandem.webhooks",
 ]
 

@@ -31,6 +31,7 @@ def _questions(*, tenant: Tenant, start: dt.datetime, end: dt.datetime) -> list[
     grounded = ks.enabled if ks else True
     replies = list(access_list(Message, tenant=tenant).filter(
         role=Message.Role.ASSISTANT, status=Message.Status.DONE, created_at__gte=start, created_at__lt=end)
+        .exclude(conversation__visitor_id__startswith="eval:")  # the evaluation harness's own
         .order_by("-created_at").values("id", "conversation_id", "seq")[:SCAN])
     ids = [r["id"] for r in replies]
     cited = set(Citation.objects.filter(tenant=tenant, message_id__in=ids).values_list("message_id", flat=True))

@@ -26,6 +26,7 @@ from .models import ConversationOutcome, Csat, Feedback
 Outcome = ConversationOutcome.Outcome
 SETTLE = dt.timedelta(hours=24)  # a reply the visitor did not follow up within this resolved their question
 BATCH = 500
+EVAL_VISITOR = "eval:"  # tandem.evals' conversations: tests of the assistant, not visitors
 VISIBLE = (Message.Role.USER, Message.Role.ASSISTANT, Message.Role.AGENT)
 
 
@@ -54,6 +55,7 @@ def _stale_ids(*, since: dt.datetime, tenant_id=None) -> list:
     rows = Conversation.objects.filter(
         Q(updated_at__gte=since) | Q(outcome__isnull=True) | Q(outcome__outcome=Outcome.PENDING)
         | Q(feedback__updated_at__gte=since) | Q(csat__created_at__gte=since))
+    rows = rows.exclude(visitor_id__startswith=EVAL_VISITOR)  # the evaluation harness's own
     if tenant_id is not None:
         rows = rows.filter(tenant_id=tenant_id)
     return list(rows.values_list("pk", flat=True).distinct())
