@@ -236,11 +236,12 @@ def test_the_migration_to_lexeme_counts_rebuilds_what_indexing_counts():
     migration = import_module("knowledge.migrations.0003_term_lexemes")
     tenant = make_tenant().tenant
     import_help_centre(tenant)
-    indexed = dict(Term.objects.filter(tenant=tenant).values_list("word", "df"))
+    # The vectors' revision counter (knowledge.dense, a later migration's) is not a count.
+    indexed = dict(Term.objects.filter(tenant=tenant).exclude(word="#rev").values_list("word", "df"))
     assert indexed[""] == Chunk.objects.filter(tenant=tenant).count() and indexed["refund"] > 1
     with connection.cursor() as cursor:
         cursor.execute(migration.REBUILD)
-    assert dict(Term.objects.filter(tenant=tenant).values_list("word", "df")) == indexed
+    assert dict(Term.objects.filter(tenant=tenant).exclude(word="#rev").values_list("word", "df")) == indexed
 
 
 @pytest.mark.skipif("connection.vendor != 'sqlite'", reason="SQLite backend: runs without DATABASE_URL "
