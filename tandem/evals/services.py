@@ -7,10 +7,11 @@ it."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from django.utils import timezone
 
-from knowledge.models import Citation
+from knowledge.models import Article, Citation
 from tandem.chat import services as chat
 from tandem.chat.models import Conversation, Message
 from tenants.access import access_list
@@ -19,6 +20,7 @@ from tenants.models import ApiKey, Tenant
 from .checks import Reply, case_checks, repetition_share
 from .models import EvalCase, EvalResult, EvalRun
 
+STARTER = Path(__file__).resolve().parent / "fixtures" / "demo-cases.json"
 EVAL_VISITOR = "eval:"
 WAIT_S = 120.0  # a reply not written by then is a `timeout`
 
@@ -72,6 +74,25 @@ def _run_case(run: EvalRun, case: EvalCase, key: ApiKey) -> EvalResult:
                       reply=reply.text, status=reply.status, checks=checks, passed=all(checks.values()),
                       repetition=repetition_share(reply.text),
                       completion_tokens=msg.completion_tokens if msg else 0, latency_ms=latency)
+
+
+def cases_load(*, tenant: Tenant, cases: list[dict]) -> int:
+    """Add `cases` ({"question", "article_url"?, "must_include"?, "must_not_include"?,
+    "handover"?}) that the tenant does not have yet (by question); the expected article is
+    the tenant's article at that URL. How many were added."""
+    have = set(access_list(EvalCase, tenant=tenant).values_list("question", flat=True))
+    added = 0
+    for c in cases:
+        if c["question"] in have:
+            continue
+        article = (access_list(Article, tenant=tenant).filter(url=c["article_url"]).first()
+                   if c.get("article_url") else None)
+        EvalCase.objects.create(tenant=tenant, question=c["question"], expect_article=article,
+                                must_include=c.get("must_include", []), must_not_include=c.get("must_not_include", []),
+                                expect_handover=c.get("handover"))
+        have.add(c["question"])
+        added += 1
+    return added
 
 
 def eval_run(*, tenant: Tenant) -> EvalRun:

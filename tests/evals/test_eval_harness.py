@@ -55,3 +55,20 @@ def test_a_run_through_the_real_platform_passes_one_case_and_fails_another(platf
     assert UsageRecord.objects.filter(message_id__in=[r.message_id for r in results.values()]).count() == 2
     outcomes_rollup()
     assert not ConversationOutcome.objects.filter(tenant=tenant).exists()
+
+
+@pytest.mark.django_db
+def test_the_starter_set_loads_once_and_links_the_tenants_articles():
+    from knowledge.models import Article
+
+    tenant = make_tenant().tenant
+    policy = Article.objects.create(tenant=tenant, title="Our return policy", body="30 days.", text="30 days.",
+                                    url="https://help.demo-co.example/returns/return-policy")
+    out = io.StringIO()
+    call_command("assistant", "load-cases", tenant.slug, stdout=out)
+    assert out.getvalue().strip() == "6 cases added."
+    case = EvalCase.objects.get(tenant=tenant, question="How many days do I have to return something?")
+    assert (case.expect_article_id, case.must_include) == (policy.pk, ["30 days"])
+    assert EvalCase.objects.get(tenant=tenant, question__startswith="I want to talk").expect_handover is True
+    call_command("assistant", "load-cases", tenant.slug, stdout=out)
+    assert EvalCase.objects.filter(tenant=tenant).count() == 6
