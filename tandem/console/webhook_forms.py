@@ -10,7 +10,9 @@ from tandem.webhooks.models import EVENT_TYPES, Endpoint
 
 
 class EndpointForm(forms.Form):
+    # A text input (styled like the console's other fields), typed for URLs on phones.
     url = forms.URLField(label="Endpoint URL", max_length=2000, assume_scheme="https",
+                         widget=forms.TextInput(attrs={"inputmode": "url", "spellcheck": "false"}),
                          help_text="http(s) on a public address; Tandem POSTs each event here, signed.")
     events = forms.MultipleChoiceField(label="Events to send", choices=[(e, e) for e in EVENT_TYPES],
                                        widget=forms.CheckboxSelectMultiple)

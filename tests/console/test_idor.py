@@ -13,6 +13,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from knowledge.models import Article, Source, SourceFile
 from tandem.chat.models import OfflineMessage
+from tandem.webhooks import services as webhooks
 from tenants import invitations
 from tenants.models import ApiKey, ComputePool, Invitation, Membership
 
@@ -75,6 +76,8 @@ def other_tenants_values(world) -> dict[str, list[dict]]:
         "source_id": b_source(b).pk,
         "file_id": (SourceFile.objects.filter(source__tenant=b).first() or SourceFile.objects.create(
             source=b_source(b), name="b.txt", data=b"B's", size=3, sha256="0" * 64)).pk,
+        "endpoint_id": b_delivery(b).endpoint_id,
+        "delivery_id": b_delivery(b).pk,
         "saved_reply_id": b_saved_reply(b).pk,
     }
 
@@ -86,6 +89,17 @@ def b_saved_reply(b):
 
     return SavedReply.objects.filter(tenant=b).first() or services.saved_reply_create(
         tenant=b, shortcut="b-only", text="B's")
+
+
+def b_delivery(b):
+    """B's webhook endpoint's one delivery (a test event), made once."""
+    from tandem.webhooks.models import Delivery
+
+    found = Delivery.objects.filter(endpoint__tenant=b).first()
+    if found is None:
+        endpoint = webhooks.endpoint_create(tenant=b, url="https://hooks.example.com/", events=["reply.failed"])
+        found = webhooks.endpoint_test(endpoint=endpoint.endpoint)
+    return found
 
 
 def urls_for_b(world, route: str, names: list[str]) -> list[str]:

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from knowledge.models import Article
 from tandem.chat.models import OfflineMessage
+from tandem.webhooks import services as webhooks
 from tenants import invitations
 from tenants.models import ApiKey, AuditLog, ComputePool, Invitation, Membership, Quota
 from tests.console.test_idor import console_patterns
@@ -19,7 +20,8 @@ pytestmark = pytest.mark.django_db
 
 QUOTA_LABELS = ["Requests per minute", "Tokens per minute", "Max concurrent streams",
                 "Daily token budget", "Max prompt tokens", "Max output tokens"]
-TENANT_NAV = ["Quotas", "Hardware allocation", "Keys", "Assistant", "Knowledge", "Conversations", "Members"]
+TENANT_NAV = ["Quotas", "Hardware allocation", "Keys", "Assistant", "Knowledge", "Conversations", "Webhooks",
+              "Members"]
 
 
 def labels(html: str) -> list[str]:
@@ -50,7 +52,13 @@ def url_values(world):
             "offline_id": OfflineMessage.objects.create(tenant=a, conversation=world.conv_a, email="a@example.test",
                                                         text="Hello?").pk,
             # An invitation to the operator: theirs to answer, A's owners' to revoke.
-            **dict(zip(("invitation_id", "token"), _invitation(a, world.staff.username), strict=True))}
+            **dict(zip(("invitation_id", "token"), _invitation(a, world.staff.username), strict=True)),
+            **dict(zip(("endpoint_id", "delivery_id"), _webhook_delivery(a), strict=True))}
+
+
+def _webhook_delivery(tenant) -> tuple:
+    endpoint = webhooks.endpoint_create(tenant=tenant, url="https://hooks.example.com/", events=["reply.failed"])
+    return endpoint.endpoint.pk, webhooks.endpoint_test(endpoint=endpoint.endpoint).pk
 
 
 def _invitation(tenant, identifier: str) -> tuple[int, str]:
@@ -104,7 +112,7 @@ def test_a_tenant_page_has_its_nav_links(client, world):
     client.force_login(world.viewer_a)
     html = client.get("/console/t/alpha/").content.decode()
     nav = html.split('aria-label="Tenant Alpha"')[1].split("</nav>")[0]
-    assert [re.sub(r"<[^>]+>", "", a) for a in re.findall(r"<a [^>]*>.*?</a>", nav)][1:8] == TENANT_NAV
+    assert [re.sub(r"<[^>]+>", "", a) for a in re.findall(r"<a [^>]*>.*?</a>", nav)][1:9] == TENANT_NAV
 
 
 def test_staff_edit_quotas_with_exactly_labelled_fields_and_a_save_button(client, world):
