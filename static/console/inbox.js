@@ -10,10 +10,11 @@
   const box = document.getElementById("reply-text");
   const typing = document.getElementById("typing");
   const error = document.getElementById("reply-error");
-  const state = document.getElementById("handoff-state");
   const visitor = log.dataset.visitor || "Visitor";
   const draftState = document.getElementById("draft-state");
-  const STATES = { bot: "bot", pending_human: "pending human", human: "human", resolved: "resolved" };
+  // The same words as partials/inbox_actions.html.
+  const STATES = { bot: "with the assistant", pending_human: "waiting for a person", human: "with a person",
+    resolved: "resolved" };
   let sock = null, typedAt = 0, typingTimer = 0;
 
   function add(m) {
@@ -46,7 +47,10 @@
       else if (f.type === "draft") { box.value += f.text; box.scrollTop = box.scrollHeight; }
       else if (f.type === "draft_end") { suggestButton().disabled = false; draftState.textContent = "Draft ready: edit it, then send."; box.focus(); }
       else if (f.type === "draft_error") { suggestButton().disabled = false; draftState.textContent = ""; error.textContent = f.detail; }
-      else if (f.type === "handoff") state.textContent = STATES[f.state] || f.state;
+      else if (f.type === "handoff") {  // looked up each time: a claim swaps the panel it is in
+        const state = document.getElementById("handoff-state");
+        if (state) state.textContent = STATES[f.state] || f.state;
+      }
       else if (f.type === "typing" && f.from === "visitor") {
         typing.textContent = "The visitor is typing…";
         clearTimeout(typingTimer);
