@@ -83,7 +83,8 @@ class ConversationOutcome(models.Model):
     first_ai_response_ms = models.FloatField(null=True, blank=True)
     first_human_response_ms = models.FloatField(null=True, blank=True)
     replies = models.PositiveIntegerField(default=0)
-    uncited_replies = models.PositiveIntegerField(default=0)  # retrieval found nothing above min_score
+    # Replies that left a question unanswered: retrieval found nothing above min_score, or a 👎.
+    unanswered_replies = models.PositiveIntegerField(default=0)
     thumbs_up = models.PositiveIntegerField(default=0)
     thumbs_down = models.PositiveIntegerField(default=0)
     csat_score = models.PositiveSmallIntegerField(null=True, blank=True)

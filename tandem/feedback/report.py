@@ -14,7 +14,7 @@ from .models import ConversationOutcome
 Outcome = ConversationOutcome.Outcome
 REASONS = ("button", "words", "ungrounded", "agent")
 FIELDS = ["conversation_id", "day", "outcome", "handoff_reason", "ai_involved", "first_ai_response_ms",
-          "first_human_response_ms", "replies", "uncited_replies", "thumbs_up", "thumbs_down", "csat_score",
+          "first_human_response_ms", "replies", "unanswered_replies", "thumbs_up", "thumbs_down", "csat_score",
           "csat_answered_by", "prompt_tokens", "completion_tokens", "prefill_s", "decode_s"]
 
 
@@ -58,7 +58,7 @@ def summarize(rows: list[dict]) -> dict:
         "thumbs_up": up, "thumbs_down": down, "thumbs_up_share": _share(up, up + down),
         "csat_ai": _maybe(mean, csat["ai"]), "csat_ai_count": len(csat["ai"]),
         "csat_human": _maybe(mean, csat["human"]), "csat_human_count": len(csat["human"]),
-        "unanswered": sum(r["uncited_replies"] for r in rows) + down + by_reason["ungrounded"],
+        "unanswered": sum(r["unanswered_replies"] for r in rows) + by_reason["ungrounded"],
         "cost_per_ai_resolved": {
             "tokens": _maybe(mean, [r["prompt_tokens"] + r["completion_tokens"] for r in resolved]),
             "prefill_s": _maybe(mean, [r["prefill_s"] for r in resolved]),

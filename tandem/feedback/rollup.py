@@ -83,12 +83,14 @@ def _roll(ids: list, *, now: dt.datetime) -> None:
     usage = {u["message_id"]: u for u in UsageRecord.objects.filter(message_id__in=reply_ids).values(
         "message_id", "prompt_tokens", "completion_tokens", "ttft_ms", "duration_ms", "queue_ms")}
     cited = set(Citation.objects.filter(message_id__in=reply_ids).values_list("message_id", flat=True))
+    down = set(Feedback.objects.filter(conversation_id__in=ids, rating=Feedback.Rating.DOWN)
+               .values_list("message_id", flat=True))
     thumbs: dict = defaultdict(lambda: {"up": 0, "down": 0})
     for f in Feedback.objects.filter(conversation_id__in=ids).values("conversation_id", "rating").annotate(n=Count("id")):
         thumbs[f["conversation_id"]][f["rating"]] = f["n"]
     csat = {c["conversation_id"]: c for c in Csat.objects.filter(conversation_id__in=ids).values(
         "conversation_id", "score", "answered_by")}
-    rows = [_row(c, msgs[c.pk], usage=usage, cited=cited, grounded=grounded.get(c.tenant_id, True),
+    rows = [_row(c, msgs[c.pk], usage=usage, cited=cited, down=down, grounded=grounded.get(c.tenant_id, True),
                  thumbs=thumbs[c.pk], csat=csat.get(c.pk), now=now) for c in convs]
     ConversationOutcome.objects.bulk_create(
         rows, update_conflicts=True, unique_fields=["conversation"],
@@ -96,7 +98,7 @@ def _roll(ids: list, *, now: dt.datetime) -> None:
                        if f.name not in ("id", "conversation", "tenant")])
 
 
-def _row(c: Conversation, msgs: list[dict], *, usage: dict, cited: set, grounded: bool, thumbs: dict,
+def _row(c: Conversation, msgs: list[dict], *, usage: dict, cited: set, down: set, grounded: bool, thumbs: dict,
          csat: dict | None, now: dt.datetime) -> ConversationOutcome:
     done = [m for m in msgs if m["role"] == Message.Role.ASSISTANT and m["status"] == Message.Status.DONE]
     last = msgs[-1] if msgs else None
@@ -113,7 +115,8 @@ def _row(c: Conversation, msgs: list[dict], *, usage: dict, cited: set, grounded
         tenant_id=c.tenant_id, conversation=c, day=c.created_at.astimezone(dt.UTC).date(),
         outcome=classify(facts, now=now), handoff_reason=c.handoff_reason, ai_involved=bool(done),
         first_ai_response_ms=done[0]["ttft_ms"] if done else None, first_human_response_ms=human_ms,
-        replies=len(done), uncited_replies=sum(1 for m in done if m["id"] not in cited) if grounded else 0,
+        replies=len(done),
+        unanswered_replies=sum(1 for m in done if m["id"] in down or (grounded and m["id"] not in cited)),
         thumbs_up=thumbs["up"], thumbs_down=thumbs["down"],
         csat_score=csat["score"] if csat else None, csat_answered_by=csat["answered_by"] if csat else "",
         prompt_tokens=sum(u["prompt_tokens"] for u in spent),
