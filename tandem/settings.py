@@ -340,9 +340,10 @@ TANDEM_WS_FRAME_BURST = int(os.environ.get("TANDEM_WS_FRAME_BURST", "20"))
 # which waits up to TANDEM_WEB_REDIS_WAIT_S for a free connection instead of failing.
 TANDEM_WEB_REDIS_CONNECTIONS = int(os.environ.get("TANDEM_WEB_REDIS_CONNECTIONS", "3"))
 # ... this many for its sync code (services on executor threads), and this many for
-# Celery's producers (the submissions' enqueue): 1 + 3 + 2 + 2 = 8 in all by default.
+# Celery's producers (the submissions' enqueue; kombu holds two Redis connections for one of
+# its connections): 1 + 3 + 2 + 2 = 8 in all by default.
 TANDEM_WEB_REDIS_SYNC_CONNECTIONS = int(os.environ.get("TANDEM_WEB_REDIS_SYNC_CONNECTIONS", "2"))
-TANDEM_WEB_BROKER_CONNECTIONS = int(os.environ.get("TANDEM_WEB_BROKER_CONNECTIONS", "2"))
+TANDEM_WEB_BROKER_CONNECTIONS = int(os.environ.get("TANDEM_WEB_BROKER_CONNECTIONS", "1"))
 TANDEM_WEB_REDIS_WAIT_S = float(os.environ.get("TANDEM_WEB_REDIS_WAIT_S", "10"))
 # Feedback (docs/outcomes.md): the widget asks "How did we do?" once a conversation the
 # assistant answers has had no visitor message for this many minutes (0: never on idle;
