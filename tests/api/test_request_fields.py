@@ -78,3 +78,16 @@ def test_raw_http_gets_the_same_refusal_as_the_client(platform, tenant, model):
     assert resp.json()["error"] == {
         "message": "'web_search_options' is not supported by this deployment.",
         "type": "invalid_request_error", "param": "web_search_options", "code": "unsupported_parameter"}
+
+
+def test_the_conversation_api_refuses_a_field_it_does_not_know_and_takes_penalties(platform, tenant):
+    auth = {"Authorization": f"Bearer {tenant.secret_key.plaintext}"}
+    with httpx.Client(base_url=platform.base_url, timeout=120) as http:
+        conv = http.post("/api/v1/conversations/", headers=auth, json={}).json()["id"]
+        refused = http.post(f"/api/v1/conversations/{conv}/messages/", headers=auth,
+                            json={"content": "hi", "tools": []})
+        answered = http.post(f"/api/v1/conversations/{conv}/messages/", headers=auth,
+                             json={"content": "hi", "max_tokens": 4, "frequency_penalty": 0, "presence_penalty": 0.5})
+    assert refused.status_code == 400
+    assert refused.json()["error"]["param"] == "tools" and refused.json()["error"]["code"] == "unknown_parameter"
+    assert answered.status_code == 200 and answered.json()["choices"][0]["message"]["content"]
