@@ -268,7 +268,7 @@ TANDEM_MAX_CONTEXT = int(os.environ.get("TANDEM_MAX_CONTEXT", "2048"))
 # retrieval, hand-over check); past it the reply fails with `cpu_time_exceeded`
 # (docs/security.md). 0: no budget.
 TANDEM_CPU_TIME_BUDGET_S = float(os.environ.get("TANDEM_CPU_TIME_BUDGET_S", "5"))
-# Hosts (names or addresses, comma-separated) that outbound fetches (knowledge syncs) may
+# Hosts (names or addresses, comma-separated) that outbound requests (knowledge syncs, webhooks) may
 # reach although they resolve to a loopback, private or link-local address; none by default.
 TANDEM_OUTBOUND_ALLOW_HOSTS = [h.strip() for h in os.environ.get("TANDEM_OUTBOUND_ALLOW_HOSTS", "").split(",")
                                if h.strip()]
