@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from knowledge.models import Article
 from tandem.chat.models import OfflineMessage
+from tandem.saved_replies.services import saved_reply_create
 from tandem.webhooks import services as webhooks
 from tenants import invitations
 from tenants.models import ApiKey, AuditLog, ComputePool, Invitation, Membership, Quota
@@ -53,7 +54,8 @@ def url_values(world):
                                                         text="Hello?").pk,
             # An invitation to the operator: theirs to answer, A's owners' to revoke.
             **dict(zip(("invitation_id", "token"), _invitation(a, world.staff.username), strict=True)),
-            **dict(zip(("endpoint_id", "delivery_id"), _webhook_delivery(a), strict=True))}
+            **dict(zip(("endpoint_id", "delivery_id"), _webhook_delivery(a), strict=True)),
+            "saved_reply_id": saved_reply_create(tenant=a, shortcut="hello", text="Hello {{visitor.name}}").pk}
 
 
 def _webhook_delivery(tenant) -> tuple:
