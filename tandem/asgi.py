@@ -33,9 +33,11 @@ limit_sync_connections(settings.TANDEM_WEB_REDIS_SYNC_CONNECTIONS)
 changes.use_client(get_redis)
 # Celery's producer pool (the submissions' enqueue) is Redis connections too; acquiring
 # from it waits for a free one.
-from tandem.celery import app as celery_app  # noqa: E402
+# (The tandem package made its Celery app the current one; importing tandem.celery here
+# would bring the workers' modules into the web tier's import graph.)
+from celery import current_app  # noqa: E402
 
-celery_app.conf.broker_pool_limit = settings.TANDEM_WEB_BROKER_CONNECTIONS
+current_app.conf.broker_pool_limit = settings.TANDEM_WEB_BROKER_CONNECTIONS
 
 if settings.DEBUG:
     # daphne does not serve static files; in development Django's handler does.

@@ -172,6 +172,29 @@ def chat_socket(platform, key: str, origin: str = ORIGIN, visitor: str | None = 
         yield ChatSocket(conn)
 
 
+def signed_in_agent(client, tenant, first_name: str):
+    """A new agent of `tenant`, signed in on the Django test `client` (its session cookie
+    opens the agent socket)."""
+    from tenants.models import Membership
+    from tests.factories import UserFactory
+
+    agent = UserFactory(first_name=first_name)
+    Membership.objects.create(user=agent, tenant=tenant, role=Membership.Role.AGENT)
+    client.force_login(agent)
+    return agent
+
+
+def ask_for_person(chat: ChatSocket):
+    """The visitor presses "Talk to a person" in a new conversation; returns it once the
+    widget has been told it is handed over."""
+    from tandem.chat.models import Conversation
+
+    chat.send({"type": "handoff", "conversation": None})
+    cid = chat.recv()["id"]
+    chat.recv_until(lambda f: f["type"] == "handoff")
+    return Conversation.objects.get(pk=cid)
+
+
 def tokens_of(frames: list[dict], message_id: str) -> list[dict]:
     return [f for f in frames if f["type"] == "token" and f["message"] == message_id]
 

@@ -32,7 +32,7 @@ from tenants.models import ApiKey, Membership, UsageRecord
 from tenants.services import api_key_authenticate
 from tests.factories import UserFactory, make_tenant
 from tests.knowledge.conftest import import_help_centre
-from tests.platform_fixtures import chat_socket
+from tests.platform_fixtures import ask_for_person, chat_socket, signed_in_agent
 
 pytestmark = pytest.mark.django_db(transaction=True)
 H = Conversation.Handoff
@@ -280,14 +280,10 @@ def agent_socket(platform, client, conv):
 def test_a_suggested_reply_streams_to_the_agent_alone_and_reaches_the_visitor_only_when_sent(platform, client):
     created = make_tenant(max_output_tokens=12)
     tenant = created.tenant
-    agent = UserFactory(first_name="Maya")
-    Membership.objects.create(user=agent, tenant=tenant, role=Membership.Role.AGENT)
-    client.force_login(agent)
+    agent = signed_in_agent(client, tenant, "Maya")
     with chat_socket(platform, created.widget_key.plaintext) as chat:
-        chat.send({"type": "handoff", "conversation": None})
-        cid = chat.recv()["id"]
-        chat.recv_until(lambda f: f["type"] == "handoff")
-        conv = Conversation.objects.get(pk=cid)
+        conv = ask_for_person(chat)
+        cid = str(conv.pk)
         with agent_socket(platform, client, conv) as sock:
             def frame():
                 return json.loads(sock.recv(timeout=120))
@@ -408,10 +404,8 @@ def test_an_agent_demoted_after_the_socket_opened_gets_no_draft(platform, client
     member = Membership.objects.create(user=agent, tenant=tenant, role=Membership.Role.AGENT)
     client.force_login(agent)
     with chat_socket(platform, created.widget_key.plaintext) as chat:
-        chat.send({"type": "handoff", "conversation": None})
-        cid = chat.recv()["id"]
-        chat.recv_until(lambda f: f["type"] == "handoff")
-        conv = Conversation.objects.get(pk=cid)
+        conv = ask_for_person(chat)
+        cid = str(conv.pk)
         with agent_socket(platform, client, conv) as sock:
             assert client.post(f"/console/t/{tenant.slug}/inbox/{cid}/claim/").status_code == 302
             chat.send({"type": "message", "text": "Are you there?", "conversation": cid})

@@ -10,10 +10,9 @@ import time
 import pytest
 
 from tandem.chat.models import Conversation
-from tenants.models import Membership
 from tests.chat.test_handoff import agent_socket
-from tests.factories import UserFactory, make_tenant
-from tests.platform_fixtures import chat_socket
+from tests.factories import make_tenant
+from tests.platform_fixtures import ask_for_person, chat_socket, signed_in_agent
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 SILENCE_S = 31
@@ -34,14 +33,10 @@ def quiet_for(seconds: float, recv) -> None:
 def test_after_31_seconds_of_silence_the_agent_and_the_visitor_still_reach_each_other(platform, client):
     created = make_tenant()
     tenant = created.tenant
-    agent = UserFactory(first_name="Ines")
-    Membership.objects.create(user=agent, tenant=tenant, role=Membership.Role.AGENT)
-    client.force_login(agent)
+    signed_in_agent(client, tenant, "Ines")
     with chat_socket(platform, created.widget_key.plaintext) as chat:
-        chat.send({"type": "handoff", "conversation": None})
-        cid = chat.recv()["id"]
-        chat.recv_until(lambda f: f["type"] == "handoff")
-        conv = Conversation.objects.get(pk=cid)
+        conv = ask_for_person(chat)
+        cid = str(conv.pk)
         with agent_socket(platform, client, conv) as sock:
             def agent_frame(timeout: float = 60) -> dict:
                 return json.loads(sock.recv(timeout=timeout))

@@ -10,10 +10,9 @@ import json
 import pytest
 import websockets.sync.client as ws_client
 
-from tandem.chat.models import Conversation, Message
-from tenants.models import Membership
-from tests.factories import UserFactory, make_tenant
-from tests.platform_fixtures import chat_socket, tokens_of
+from tandem.chat.models import Message
+from tests.factories import make_tenant
+from tests.platform_fixtures import ask_for_person, chat_socket, signed_in_agent, tokens_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -50,14 +49,10 @@ def agent_socket(web, client, conv):
 def test_an_agent_and_a_visitor_on_different_processes_hear_each_other_live(platform, second_web, client):
     created = make_tenant()
     tenant = created.tenant
-    agent = UserFactory(first_name="Maya")
-    Membership.objects.create(user=agent, tenant=tenant, role=Membership.Role.AGENT)
-    client.force_login(agent)
+    signed_in_agent(client, tenant, "Maya")
     with chat_socket(platform, created.widget_key.plaintext) as chat:
-        chat.send({"type": "handoff", "conversation": None})
-        cid = chat.recv()["id"]
-        chat.recv_until(lambda f: f["type"] == "handoff")
-    conv = Conversation.objects.get(pk=cid)
+        conv = ask_for_person(chat)
+    cid = str(conv.pk)
     # The visitor's page reloads and its socket lands on process B; the agent's console
     # page is on process A.
     with chat_socket(second_web, created.widget_key.plaintext, visitor=chat.visitor_token) as chat, \
