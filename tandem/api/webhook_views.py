@@ -34,6 +34,9 @@ def _call(fn, *args):
 def _body(view, request, serializer) -> dict:
     body = view.json_body(request)
     _only(body, list(serializer().fields))
+    for name, value in body.items():
+        if value is None:  # null is no value for any of these fields: refused, not ignored
+            raise ApiError(400, f"{name} may not be null.", code="invalid_value", param=name)
     return body
 
 

@@ -36,6 +36,7 @@ class Received:
 class Receiver:
     url: str
     answers: list[int] = field(default_factory=list)   # statuses to answer in turn; then 200
+    delay_s: float = 0.0                                 # how long each answer waits
     received: list[Received] = field(default_factory=list)
     arrived: threading.Condition = field(default_factory=threading.Condition)
 
@@ -55,6 +56,8 @@ def receiver():
             r = box["receiver"]
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             status = r.answers.pop(0) if r.answers else 200
+            if r.delay_s:
+                threading.Event().wait(r.delay_s)  # a receiver too slow to answer in time
             self.send_response(status)
             self.send_header("Content-Length", "2")
             self.end_headers()

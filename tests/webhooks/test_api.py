@@ -70,6 +70,8 @@ def test_sending_a_test_event_queues_one_delivery_of_a_webhook_test_event():
     ({"url": "https://example.com/", "events": []}, "events"),
     ({"url": "https://example.com/", "events": ["order.shipped"]}, "events"),
     ({"url": "https://example.com/", "events": ["message.created"], "colour": "red"}, "colour"),
+    ({"url": "https://example.com/", "events": ["message.created"], "description": None}, "description"),
+    ({"url": "https://example.com/", "events": "message.created"}, "events"),
 ])
 def test_bad_endpoint_input_is_a_400_naming_the_field(body, param):
     resp = post(client_for(make_tenant()), BASE, body)
@@ -92,3 +94,13 @@ def test_another_tenants_endpoint_is_answered_like_a_missing_one():
 
 def test_the_webhook_endpoints_need_a_secret_key(db):
     assert Client().get(BASE).status_code == 401
+
+
+@pytest.mark.django_db
+def test_a_patch_with_null_or_a_non_boolean_enabled_is_a_400_and_changes_nothing():
+    c = client_for(make_tenant())
+    endpoint = post(c, BASE, {"url": "https://example.com/", "events": ["reply.failed"]}).json()
+    for body, param in (({"url": None}, "url"), ({"enabled": "yes"}, "enabled")):
+        resp = c.patch(f"{BASE}{endpoint['id']}/", data=json.dumps(body), content_type="application/json")
+        assert resp.status_code == 400 and resp.json()["error"]["param"] == param
+    assert c.get(f"{BASE}{endpoint['id']}/").json() == {k: v for k, v in endpoint.items() if k != "secret"}

@@ -103,3 +103,32 @@ def test_resend_delivers_the_same_event_again_as_a_new_delivery(webhooks_worker,
     one, two = receiver.wait_for(2)
     assert one.body == two.body and two.headers["tandem-event-id"] == first.event_id
     assert delivery_when(again.pk, lambda d: d.status == "succeeded").pk != first.pk
+
+
+def test_a_receiver_that_does_not_answer_within_5_s_is_a_failed_attempt_retried_later(webhooks_worker, receiver,
+                                                                                       allow_loopback):
+    receiver.delay_s = 7.0
+    t = make_tenant()
+    endpoint = services.endpoint_create(tenant=t.tenant, url=receiver.url, events=["message.created"]).endpoint
+    delivery = services.endpoint_test(endpoint=endpoint)
+    d = delivery_when(delivery.pk, lambda d: d.attempts >= 1 and d.status == "pending" and d.error)
+    assert "no answer within 5 s" in d.error and 4900 <= d.duration_ms < 6500 and d.response_code is None
+
+
+def test_an_endpoint_failing_for_72_hours_is_disabled_and_its_waiting_deliveries_fail(webhooks_worker, receiver,
+                                                                                      allow_loopback):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tandem.webhooks.models import Endpoint
+
+    receiver.answers = [500]
+    t = make_tenant()
+    endpoint = services.endpoint_create(tenant=t.tenant, url=receiver.url, events=["message.created"]).endpoint
+    Endpoint.objects.filter(pk=endpoint.pk).update(failing_since=timezone.now() - timedelta(hours=73))
+    delivery = services.endpoint_test(endpoint=endpoint)
+    d = delivery_when(delivery.pk, lambda d: d.status == "failed")
+    endpoint.refresh_from_db()
+    assert d.response_code == 500 and not endpoint.enabled and "3 days" in endpoint.disabled_reason
+    assert services.endpoint_update(endpoint=endpoint, enabled=True).failing_since is None
