@@ -9,7 +9,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from knowledge.models import Article
+from knowledge.models import Article, Source, SourceFile
 from tandem.chat.models import OfflineMessage
 from tandem.saved_replies.services import saved_reply_create
 from tandem.webhooks import services as webhooks
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 QUOTA_LABELS = ["Requests per minute", "Tokens per minute", "Max concurrent streams",
                 "Daily token budget", "Max prompt tokens", "Max output tokens"]
 TENANT_NAV = ["Quotas", "Hardware allocation", "Keys", "Assistant", "Knowledge", "Conversations", "Webhooks",
-              "Members"]
+              "Outcomes", "Members"]
 
 
 def labels(html: str) -> list[str]:
@@ -55,7 +55,13 @@ def url_values(world):
             # An invitation to the operator: theirs to answer, A's owners' to revoke.
             **dict(zip(("invitation_id", "token"), _invitation(a, world.staff.username), strict=True)),
             **dict(zip(("endpoint_id", "delivery_id"), _webhook_delivery(a), strict=True)),
-            "saved_reply_id": saved_reply_create(tenant=a, shortcut="hello", text="Hello {{visitor.name}}").pk}
+            "saved_reply_id": saved_reply_create(tenant=a, shortcut="hello", text="Hello {{visitor.name}}").pk,
+            **dict(zip(("source_id", "file_id"), _source_file(a), strict=True))}
+
+
+def _source_file(tenant) -> tuple[int, int]:
+    source = Source.objects.create(tenant=tenant, kind="files", name="Manuals")
+    return source.pk, SourceFile.objects.create(source=source, name="a.txt", data=b"Hi", size=2, sha256="0" * 64).pk
 
 
 def _webhook_delivery(tenant) -> tuple:
@@ -114,7 +120,7 @@ def test_a_tenant_page_has_its_nav_links(client, world):
     client.force_login(world.viewer_a)
     html = client.get("/console/t/alpha/").content.decode()
     nav = html.split('aria-label="Tenant Alpha"')[1].split("</nav>")[0]
-    assert [re.sub(r"<[^>]+>", "", a) for a in re.findall(r"<a [^>]*>.*?</a>", nav)][1:9] == TENANT_NAV
+    assert [re.sub(r"<[^>]+>", "", a) for a in re.findall(r"<a [^>]*>.*?</a>", nav)][1:10] == TENANT_NAV
 
 
 def test_staff_edit_quotas_with_exactly_labelled_fields_and_a_save_button(client, world):
