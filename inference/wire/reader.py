@@ -73,6 +73,11 @@ class Follower:
 
     def offer(self, entries: list[Entry]) -> None:
         """The reader's delivery: what is newer than the cursor, or lag when full."""
+        if self.lagging:
+            # Off the shared read: what comes now may start past entries it has not read
+            # (the read went from the others' cursors). Its own XRANGE reads them in order.
+            self._ready.set()
+            return
         fresh = [e for e in entries if _sid(e[0]) > self.cursor]
         if not fresh:
             return

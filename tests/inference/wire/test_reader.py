@@ -137,3 +137,30 @@ def test_a_follower_hears_an_entry_written_after_a_silence_longer_than_client_ti
     assert [f[b"n"] for _, f in got] == [b"late"]
     assert task_ok
     sync.delete(key)
+
+
+def test_a_lagging_follower_that_reads_some_then_falls_behind_again_loses_nothing(monkeypatch):
+    """It drains its buffer while entries it never got are still in Redis only, and new
+    ones arrive on the shared read meanwhile: it must read the missed ones first."""
+    monkeypatch.setattr(reader_mod, "BUFFER", 8)
+    sync = redis.Redis.from_url(_url())
+    key = f"test:reader:{uuid.uuid4().hex[:8]}"
+
+    async def main():
+        r = _new_reader("reader-lag-again")
+        fast, slow = r.follow(key), r.follow(key)
+        n = 0
+        slow_got = []
+        for round_ in range(3):
+            for _ in range(20):
+                sync.xadd(key, {"n": str(n)})
+                n += 1
+                await _collect(fast, 1, timeout=10)
+            slow_got += await slow.next(timeout=1.0)  # one read a round: far behind
+        slow_got += await _collect(slow, n - len(slow_got))
+        await r.aclose()
+        return slow_got, n
+
+    slow_got, n = asyncio.run(main())
+    assert [int(f[b"n"]) for _, f in slow_got] == list(range(n))
+    sync.delete(key)
