@@ -17,19 +17,27 @@ outputs bit for bit what they were without this step.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
-if TYPE_CHECKING:
-    from .sampling import SamplingParams
+
+class PenaltyParams(Protocol):
+    """What this module reads of a row's sampling parameters (sampling.SamplingParams has
+    them; a protocol keeps sampling.py, which calls this module, out of its imports)."""
+
+    penalised: bool
+    frequency_penalty: float
+    presence_penalty: float
+    repetition_penalty: float
+    logit_bias: Sequence[tuple[int, float]]  # (token id, bias)
 
 History = tuple[Sequence[int], Sequence[int]]  # (prompt token ids, output token ids so far)
 
 
 def apply_penalties(
     logits: torch.Tensor,  # [B, V], any float dtype
-    params: Sequence[SamplingParams],
+    params: Sequence[PenaltyParams],
     histories: Sequence[History] | None,
 ) -> torch.Tensor:  # [B, V]: `logits` itself, or a float32 copy with the penalties applied
     if not any(p.penalised for p in params):
@@ -44,7 +52,7 @@ def apply_penalties(
 
 def penalise_(
     out: torch.Tensor,  # [B, V] float32, writable: changed in place
-    params: Sequence[SamplingParams],
+    params: Sequence[PenaltyParams],
     histories: Sequence[History] | None,
 ) -> None:
     rows = [i for i, p in enumerate(params) if p.penalised]
