@@ -151,7 +151,7 @@ def test_a_lagging_follower_that_reads_some_then_falls_behind_again_loses_nothin
         fast, slow = r.follow(key), r.follow(key)
         n = 0
         slow_got = []
-        for round_ in range(3):
+        for _round in range(3):
             for _ in range(20):
                 sync.xadd(key, {"n": str(n)})
                 n += 1
