@@ -210,6 +210,15 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Fields named `status` and `type` carry different choice sets in different components:
+    # the sets that drf-spectacular cannot name from their component get a name here instead
+    # of a hash-suffixed one (drf_spectacular.W001). The serializers list the choices' values;
+    # a callable reads them once the apps are loaded.
+    "ENUM_NAME_OVERRIDES": {
+        "ArticleStatusEnum": lambda: __import__("knowledge.models", fromlist=["Article"]).Article.Status.values,
+        "ToolTypeEnum": ["function"],
+        "ResponseFormatTypeEnum": ["text", "json_object", "json_schema"],
+    },
 }
 # /api/docs/ and /api/schema/: public in development, staff-only in production.
 TANDEM_API_DOCS_PUBLIC = env_bool("TANDEM_API_DOCS_PUBLIC", not PRODUCTION)

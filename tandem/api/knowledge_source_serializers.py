@@ -68,6 +68,11 @@ class SourceSerializer(serializers.Serializer):
     last_synced_at = serializers.DateTimeField(allow_null=True)
     next_sync_at = serializers.DateTimeField(allow_null=True)
 
+    class Meta:
+        # The schema's component name: `Source` is the citation shape of chat replies
+        # (tandem.api.serializers.SourceSerializer).
+        ref_name = "KnowledgeSource"
+
 
 class SourceListSerializer(serializers.Serializer):
     object = serializers.CharField()
