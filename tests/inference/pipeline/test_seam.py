@@ -61,8 +61,12 @@ def test_a_request_whose_rows_fail_to_store_frees_its_admission_and_is_dropped()
 
     # Rolled back, and reported so: the CPU tier's report will drop it.
     assert not Message.objects.filter(pk=spec.request_id).exists()
+    # (The request was enqueued before the rows were written: a CPU worker running in the same
+    # session may report its side before or after the web tier, which is what completes the
+    # pair and drops it either way. Only the web tier's report is this test's to check.)
     reports = [json.loads(r) for r in api.get_redis().lrange(keys.rendezvous(spec.request_id), 0, -1)]
-    assert reports == [{"party": "web", "committed": False}]
+    assert [r for r in reports if r["party"] == "web"] == [{"party": "web", "committed": False}]
+    assert {r["party"] for r in reports} <= {"web", "cpu"}
     # Its stream slot is free again: the tenant's one concurrent stream admits the next.
     _, again = admitted([{"role": "user", "content": "Hello again"}])
     assert again.allowed, again.reason
