@@ -64,7 +64,7 @@ def test_a_visitor_rates_a_reply_with_named_buttons_and_scores_the_conversation_
         page.get_by_role("radio", name="4 out of 5").check()
         page.get_by_role("textbox", name="Anything to add? (optional)").fill("Fast, thanks.")
         page.screenshot(path=OUT / "feedback-csat.png")
-        page.locator("tandem-chat .csat").get_by_role("button", name="Send").click()
+        page.locator("tandem-chat .csat").get_by_role("button", name="Submit rating").click()
         expect(page.locator("tandem-chat .csat")).to_have_text("Thank you for rating this conversation.")
         csat = Csat.objects.get()
         assert (csat.conversation_id, csat.score, csat.comment) == (conv.pk, 4, "Fast, thanks.")

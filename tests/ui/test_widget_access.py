@@ -57,8 +57,14 @@ def test_a_keyboard_only_conversation(platform, context, host_site):
     expect(box).to_be_focused()
     expect(page.locator("tandem-chat .badge")).to_be_hidden()
     expect(page.locator("tandem-chat .msg.assistant")).to_have_count(2)
-    # Back through the panel to its menu, and out again with Escape.
+    # Back through the panel to its menu, and out again with Escape. The finished reply's
+    # rating buttons sit in the conversation, after it, and are reachable with the keyboard.
+    page.keyboard.press("Shift+Tab")
+    expect(page.get_by_role("button", name="Not helpful")).to_be_focused()
+    page.keyboard.press("Shift+Tab")
+    expect(page.get_by_role("button", name="Helpful", exact=True)).to_be_focused()
     page.keyboard.press("Shift+Tab")  # the conversation (scrollable with the keyboard)
+    expect(page.get_by_role("region", name="Conversation")).to_be_focused()
     page.keyboard.press("Shift+Tab")
     expect(page.get_by_role("button", name="Close chat")).to_be_focused()
     page.keyboard.press("Shift+Tab")

@@ -50,10 +50,12 @@ def test_a_grounded_reply_shows_its_sources_with_a_web_address_as_links(platform
     expect(links).to_have_attribute("href", "https://help.example.com/charged-twice")
     expect(links).to_have_attribute("target", "_blank")
     expect(links).to_have_attribute("rel", "noopener")
-    # The list sits in the reply's own bubble, after its text.
+    # The list sits in the reply's own bubble, right after its text (the rating group,
+    # "Rate this reply", comes after it, at the bubble's end).
     bubble = page.locator("tandem-chat .msg.assistant").last
     expect(bubble.locator(".src a")).to_have_count(1)
-    assert bubble.evaluate("el => el.lastElementChild.matches('ul.src')")
+    assert bubble.evaluate("el => el.querySelector(':scope > .md').nextElementSibling.matches('ul.src')")
+    assert bubble.evaluate("el => el.lastElementChild.matches('.fb[role=group]')")
     # A reload restores the conversation (and the open panel) from its history, sources included.
     page.reload()
     restored = page.locator("tandem-chat .msg.assistant").last

@@ -239,7 +239,7 @@ export class View {
       bar.append(h("form", { onsubmit: (e) => {
         e.preventDefault();
         this.on.rate(m, m.rating, comment.value);
-      } }, comment, h("button", { class: "btn secondary", text: t("send") })));
+      } }, comment, h("button", { class: "btn secondary", text: t("sendFeedback") })));
     }
     return bar;
   }
@@ -258,7 +258,7 @@ export class View {
       if (picked) send(Number(picked.value), comment.value);
     } },
     h("fieldset", {}, h("legend", { text: t("csatAsk") }), ...scores),
-    comment, h("button", { class: "btn", text: t("send") }));
+    comment, h("button", { class: "btn", text: t("sendRating") }));
     this.log.append(f);
     this.scrollToEnd();
     return f;
