@@ -124,9 +124,13 @@ def source_file_add(*, source: Source, name: str, data: bytes) -> SourceFile:
     return f
 
 
-def source_file_remove(*, source: Source, file_id: int) -> None:
+def source_file_remove(*, source: Source, file_id) -> None:
+    """`file_id` as a client sent it: anything that is not one of the source's file ids
+    is not found, like a missing one."""
     from tenants.access import NotFound
 
+    if not str(file_id).isdigit():
+        raise NotFound("file")
     with transaction.atomic():
         deleted, _ = SourceFile.objects.filter(source=source, pk=file_id).delete()
         if not deleted:

@@ -38,7 +38,7 @@ urlpatterns = [
     path("api/v1/knowledge/sources/<str:source_id>/", ksv.SourceDetailView.as_view()),
     path("api/v1/knowledge/sources/<str:source_id>/sync/", ksv.SourceSyncView.as_view()),
     path("api/v1/knowledge/sources/<str:source_id>/files/", ksv.SourceFilesView.as_view()),
-    path("api/v1/knowledge/sources/<str:source_id>/files/<int:file_id>/", ksv.SourceFileDetailView.as_view()),
+    path("api/v1/knowledge/sources/<str:source_id>/files/<str:file_id>/", ksv.SourceFileDetailView.as_view()),
     path("api/v1/webhooks/", whv.EndpointListView.as_view()),
     path("api/v1/webhooks/<str:endpoint_id>/", whv.EndpointDetailView.as_view()),
     path("api/v1/webhooks/<str:endpoint_id>/test/", whv.EndpointTestView.as_view()),
