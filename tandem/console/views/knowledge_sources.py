@@ -53,30 +53,29 @@ def source_list_rows(request, access):
 
 @tenant_page(write=Can.MANAGE, methods=("POST",))
 def website_create(request, access):
-    form = SourceSettingsForm(request.POST)
-    if form.is_valid():
-        try:
-            source = sources.source_create(tenant=access.tenant, kind=Source.Kind.WEBSITE, **form.cleaned_data)
-        except KnowledgeInputError as exc:
-            _field_error(form, exc)
-        else:
-            messages.success(request, f"Added “{source.name}”: its first sync has started.")
-            return redirect("console:knowledge_source", slug=access.tenant.slug, source_id=source.pk)
-    return _list_page(request, access, website_form=form, status=400)
+    return _create(request, access, SourceSettingsForm, Source.Kind.WEBSITE, form_name="website_form",
+                   added="its first sync has started.")
 
 
 @tenant_page(write=Can.MANAGE, methods=("POST",))
 def files_create(request, access):
-    form = FilesSourceForm(request.POST)
+    return _create(request, access, FilesSourceForm, Source.Kind.FILES, form_name="files_form",
+                   added="add its files below.")
+
+
+def _create(request, access, form_class, kind, *, form_name: str, added: str):
+    """Both kinds of source are made the same way: the form, the service, its refusal
+    shown on the form's field, or the new source's page."""
+    form = form_class(request.POST)
     if form.is_valid():
         try:
-            source = sources.source_create(tenant=access.tenant, kind=Source.Kind.FILES, **form.cleaned_data)
+            source = sources.source_create(tenant=access.tenant, kind=kind, **form.cleaned_data)
         except KnowledgeInputError as exc:
             _field_error(form, exc)
         else:
-            messages.success(request, f"Added “{source.name}”: add its files below.")
+            messages.success(request, f"Added “{source.name}”: {added}")
             return redirect("console:knowledge_source", slug=access.tenant.slug, source_id=source.pk)
-    return _list_page(request, access, files_form=form, status=400)
+    return _list_page(request, access, **{form_name: form}, status=400)
 
 
 def _detail_context(access, source) -> dict:
