@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "tandem.feedback",
     "tandem.evals",
     "tandem.webhooks",
+    "tandem.onboarding",
 ]
 
 MIDDLEWARE = [

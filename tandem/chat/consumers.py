@@ -22,6 +22,7 @@ from inference.wire import streams
 from inference.wire.connections import async_redis
 from tandem.chat.validation import InvalidInput
 from tandem.feedback import socket as feedback_socket
+from tandem.onboarding import services as setup_services
 from tenants import changes
 from tenants.models import ApiKey
 from tenants.services import (
@@ -128,6 +129,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.api_key = api_key
         self.key_version, self.key_read_at = version, time.monotonic()
         self.idle_task = asyncio.create_task(sockets.close_when_idle(self))
+        # The getting-started checklist's install step: a process writes a tenant's first
+        # accepted connect once, then remembers it in memory (no I/O on later connects).
+        if not setup_services.widget_connect_known(api_key.tenant_id):
+            await in_db(setup_services.widget_connected)(tenant_id=api_key.tenant_id, origin=origin)
 
     async def disconnect(self, code):
         # A disconnect does not cancel: the client may come back and resume. Requests
