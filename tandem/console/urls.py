@@ -4,6 +4,8 @@ views/base.py), which tests/console/test_idor.py checks for every pattern here."
 
 from django.urls import path
 
+from tandem.hours import views as hours
+
 from .views import (
     assistant,
     audit,
@@ -66,6 +68,7 @@ urlpatterns = [
     path(T + "keys/<int:key_id>/origins/", keys.key_origins, name="key_origins"),
     path(T + "assistant/", assistant.assistant, name="assistant"),
     path(T + "assistant/preview/", assistant.assistant_preview, name="assistant_preview"),
+    path(T + "assistant/hours/", hours.business_hours, name="business_hours"),
     path(T + "assistant/identity-secret/rotate/", assistant.identity_secret_rotate, name="identity_secret_rotate"),
     path(T + "knowledge/", knowledge.knowledge, name="knowledge"),
     path(T + "knowledge/rows/", knowledge.knowledge_rows, name="knowledge_rows"),
