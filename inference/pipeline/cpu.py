@@ -21,7 +21,7 @@ from knowledge.search import Hit
 from knowledge.selectors import passage, retrieve, sources_of
 
 from ..text import cache_scope, handover
-from ..text.prompting import PromptTooLong, _encode, build_prompt
+from ..text.prompting import PromptTooLong, _encode, build_prompt, language_instruction
 from ..text.tokenizer import get_tokenizer
 from ..text.validation import TextRejected, clean_user_text
 from ..wire import broker, streams
@@ -148,7 +148,8 @@ def prompt_parts(spec: RequestSpec) -> tuple[str | None, list[dict]]:
     if not history or history[-1]["role"] != "user":
         raise TextRejected("The conversation must end with a user message.")
     history[-1]["content"] = clean_user_text(history[-1]["content"])
-    system_prompt = "\n\n".join(p for p in [spec.system_prompt, *extra_system] if p) or None
+    system_prompt = "\n\n".join(
+        p for p in [spec.system_prompt, *extra_system, language_instruction(spec.locale)] if p) or None
     return system_prompt, _alternating(history)
 
 

@@ -46,6 +46,10 @@ KNOWLEDGE_INSTRUCTION = (
     "never guess at policies, prices or dates."
 )
 KNOWLEDGE_HEADER = "Help-centre articles:"
+# The widget's languages (widget/src/app/i18n.js) by their tags: the visitor's, which the
+# assistant is asked to answer in.
+LANGUAGES = {"en": "English", "fr": "French", "de": "German", "es": "Spanish", "it": "Italian",
+             "pt": "Portuguese", "nl": "Dutch"}
 KNOWLEDGE_NONE = "(none match this message)"
 # Of the prompt budget, the most the passages may take: the rest is for the history.
 KNOWLEDGE_SHARE = 0.6
@@ -80,6 +84,13 @@ class PromptTooLong(ValueError):
 def count_tokens(tokenizer: Any, text: str) -> int:
     """Tokens `text` takes on its own, without BOS or other special tokens."""
     return len(tokenizer.encode(text, add_special_tokens=False))
+
+
+def language_instruction(locale: str) -> str:
+    """The system prompt's line asking for the visitor's language; "" for a tag it does
+    not know (the model then answers as the conversation goes)."""
+    name = LANGUAGES.get((locale or "").split("-")[0].lower())
+    return f"The customer's language is {name}: always answer in {name}." if name else ""
 
 
 def knowledge_system_prompt(system_prompt: str | None, passages: Sequence[str]) -> str:

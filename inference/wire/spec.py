@@ -58,6 +58,9 @@ class RequestSpec:
     handover_patterns: str = "-"
     handover_text: str = ""
     handover_ungrounded: bool = False  # hand over when retrieval finds nothing above its min_score
+    # The visitor's language as the widget sends it ("fr", "de"; "" unknown): the CPU tier
+    # asks the model to answer in it (inference.text.prompting.language_instruction).
+    locale: str = ""
     # The tenant's retrieval settings, written by the web tier: {"k", "min_score",
     # "language"}; empty when the tenant has knowledge off (the CPU tier then makes no
     # database read at all).

@@ -23,6 +23,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from tandem.chat.validation import InvalidInput
+from tandem.hours import selectors as business_hours
 from tandem.webhooks import chat_events as webhook_events
 from tenants.access import NotFound, access_list
 from tenants.membership import Can, role_can
@@ -102,12 +103,23 @@ def agent_get(*, tenant: Tenant, user_id):
     return m.user
 
 
+def unreachable(*, tenant_id: int) -> dict:
+    """{} when a person can take a conversation now. Else `offline` (the widget offers to
+    leave an e-mail address and a message instead of promising a person), and out of the
+    tenant's business hours (tandem.hours) `closed` with `back_at`, the next opening
+    (ISO 8601), when there is one."""
+    hours = business_hours.availability(tenant_id=tenant_id)
+    if not hours.in_hours:
+        return {"offline": True, "closed": True, **({"back_at": hours.back_at.isoformat()} if hours.back_at else {})}
+    return {} if anyone_online(tenant_id=tenant_id) else {"offline": True}
+
+
 def state_event(*, state: str, agent, tenant_id: int) -> dict:
-    """The conversation's `handoff` event. While it waits with no agent online, `offline`
-    says so: the widget then offers to leave an e-mail address and a message."""
+    """The conversation's `handoff` event; while it waits for a person, whether anyone
+    can take it (`unreachable`)."""
     event = {"type": "handoff", "state": state, "agent": display_name(agent)}
-    if state == H.PENDING_HUMAN and not anyone_online(tenant_id=tenant_id):
-        event["offline"] = True
+    if state == H.PENDING_HUMAN:
+        event.update(unreachable(tenant_id=tenant_id))
     return event
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 from urllib.parse import parse_qs
 
@@ -48,6 +49,7 @@ from .visitors import (
 log = logging.getLogger(__name__)
 MAX_FRAME_BYTES = 64 * 1024
 CLOSE_UNAUTHORIZED, CLOSE_FORBIDDEN = 4401, 4403
+LOCALE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
 
 
 def in_db(fn):
@@ -77,6 +79,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         query = parse_qs(self.scope.get("query_string", b"").decode())
         # A client that understands token frames carrying several tokens (`count`) says so.
         self.merge_tokens = (query.get("batch") or [""])[0] == "1"
+        # The visitor's language (the widget's locale): the assistant is asked to answer in it.
+        self.locale = (query.get("locale") or [""])[0]
         headers = dict(self.scope.get("headers", []))
         origin = headers.get(b"origin", b"").decode() or None
         await self.accept()
@@ -115,13 +119,18 @@ class ChatConsumer(AsyncWebsocketConsumer):
         try:
             self.visitor = visitor_establish(
                 tenant=api_key.tenant, visitor_id=visitor_id, user_id=arg("user"),
-                user_hash=arg("user_hash"), name=arg("user_name"), email=arg("user_email"))
+                user_hash=arg("user_hash"), name=arg("user_name"), email=arg("user_email"),
+                page_url=arg("page"), user_agent=headers.get(b"user-agent", b"").decode("latin-1"))
         except IdentityRefused as exc:
             await self._error(exc.code, str(exc))
             await self.close(code=CLOSE_UNAUTHORIZED)
             return
         if issued:
             await self._send({"type": "visitor", "token": issued})
+        if self.locale and not LOCALE.match(self.locale):
+            await self._error("invalid_locale", "locale must be a language tag such as fr or pt-BR; "
+                                                "replies follow the conversation's language.")
+            self.locale = ""
         if not sockets.sockets.open_key(api_key.pk):
             await self._too_many("key")
             return
@@ -201,7 +210,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 api_key=self.api_key, messages=[("user", frame.get("text"))],
                 conversation_id=conversation, channel=Conversation.Channel.WIDGET,
                 visitor=self.visitor, key_version=self.key_version, refresh_key=refresh,
-                client_ip=self.client_ip,
+                client_ip=self.client_ip, locale=self.locale,
             )
         except (AuthenticationFailed, IdentityRefused) as exc:
             # Revoked, its tenant deactivated, or the visitor's identity no longer verifies
@@ -303,11 +312,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except services.NotFound as exc:
             await self._error(exc.code, str(exc))
             return
-        # A page reloaded while it waits with nobody online offers the offline form again.
-        offline = (transcript["handoff"] == Conversation.Handoff.PENDING_HUMAN
-                   and not await in_db(assignment.anyone_online)(tenant_id=self.api_key.tenant_id))
+        # A page reloaded while it waits with nobody to take it offers the offline form again.
+        unreachable = (await in_db(assignment.unreachable)(tenant_id=self.api_key.tenant_id)
+                       if transcript["handoff"] == Conversation.Handoff.PENDING_HUMAN else {})
         await self._send({"type": "history", "conversation": transcript["id"], "messages": transcript["messages"],
-                          "handoff": transcript["handoff"], **({"offline": True} if offline else {})})
+                          "handoff": transcript["handoff"], **unreachable})
         self.live.watch(transcript["id"], after=mark)
 
     def _follow(self, request_id: str, *, after: int, served: bool):

@@ -44,8 +44,8 @@ def widget_frame(conversation_id: str, event: dict) -> dict | None:
     if kind == "handoff":
         frame = {"type": "handoff", "conversation": conversation_id, "state": event["state"],
                  "agent": event.get("agent", "")}
-        if event.get("offline"):
-            frame["offline"] = True
+        # Nobody can take it now: the offline form, and out of hours when they are back.
+        frame.update({k: event[k] for k in ("offline", "closed", "back_at") if event.get(k)})
         return frame
     if kind == "typing" and event.get("from") == "agent":
         return {"type": "typing", "conversation": conversation_id, "name": event.get("name", "")}

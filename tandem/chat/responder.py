@@ -27,6 +27,7 @@ from django.utils import timezone
 from inference.text import handover
 from inference.wire.connections import get_redis
 from tandem.chat.validation import InvalidInput, clean_user_text
+from tandem.hours import texts as hours_texts
 from tandem.webhooks import chat_events as webhook_events
 from tenants import audit
 
@@ -286,11 +287,17 @@ def typing(*, conversation_id, who: str, name: str = "") -> None:
                    audience=events.AGENTS if who == "visitor" else events.ALL)
 
 
-def handover_spec(*, tenant, channel: str) -> dict:
+def handover_spec(*, tenant, channel: str, locale: str = "") -> dict:
     """What the CPU tier's "asks for a person in words" check needs, for the request's
     spec: the tenant's patterns (off for the REST API, which has no one to hand over to)
-    and what the assistant then says."""
+    and what the assistant then says: the tenant's text while someone can take the
+    conversation, else one that promises nobody (out of business hours or with no agent
+    online: tandem.hours.texts, in the visitor's `locale`), beside the offline form."""
     if channel != Conversation.Channel.WIDGET:
         return {"handover_patterns": handover.OFF}
-    return {"handover_patterns": tenant.handover_patterns, "handover_text": tenant.handover_text,
+    text = tenant.handover_text
+    if tenant.handover_patterns.strip() != handover.OFF or tenant.handover_ungrounded:
+        if assignment.unreachable(tenant_id=tenant.pk):
+            text = hours_texts.unavailable_text(locale)
+    return {"handover_patterns": tenant.handover_patterns, "handover_text": text,
             "handover_ungrounded": tenant.handover_ungrounded}

@@ -158,6 +158,7 @@ def chat_submit(
     refresh_key: bool = False,
     visitor: Visitor | None = None,
     client_ip: str = "",
+    locale: str = "",
 ) -> Submission:
     """Append `messages` (the last one from the user) to a conversation, create the
     queued assistant message and enqueue the request. Raises InvalidInput, NotFound,
@@ -172,7 +173,8 @@ def chat_submit(
     `tenants.changes` version it read the key and tenant at: the admission checks it in
     the same round trip, and the key is read again when a change was counted since.
     `refresh_key` reads it again regardless (the copy's maximum age). The submission
-    carries the key it used and that key's version."""
+    carries the key it used and that key's version. `locale`: the visitor's language as
+    the widget sends it, which the assistant is asked to answer in."""
     if not messages or messages[-1][0] != Message.Role.USER:
         raise InvalidInput("The last message must be from the user.", param="messages")
     cleaned = [(role, clean_user_text(text)) for role, text in messages]
@@ -205,7 +207,7 @@ def chat_submit(
             tenant=tenant, route=route, request_id=request_id, conversation_id=conversation_id, channel=channel,
             api_key_id=api_key.pk, sampling=sampling,
             prompt_messages=history + [{"role": role, "content": text} for role, text in cleaned],
-            handover=responder.handover_spec(tenant=tenant, channel=channel))
+            handover=responder.handover_spec(tenant=tenant, channel=channel, locale=locale), locale=locale)
         checked = key_version is not None and attempt < 2  # the last try reads and admits unchecked
         admission = request_admit(
             spec=spec, tenant=tenant, history=[m["content"] for m in history], new=[t for _, t in cleaned],
@@ -252,7 +254,7 @@ T = TypeVar("T")
 
 def request_spec(*, tenant: Tenant, route: Route, request_id, conversation_id, channel: str, api_key_id: int | None,
                  sampling: Sampling | None, prompt_messages: list[dict], handover: dict,
-                 priority_drop: int = 0) -> RequestSpec:
+                 priority_drop: int = 0, locale: str = "") -> RequestSpec:
     """What every tier reads of a request. The prompt's inputs travel in it, so the CPU
     tier reads no database but for retrieval (one query, with the settings it needs in
     the spec). `handover`: the CPU tier's "asks for a person in words" settings
@@ -265,7 +267,7 @@ def request_spec(*, tenant: Tenant, route: Route, request_id, conversation_id, c
         priority=route.priority - priority_drop, max_decode_slots=route.max_decode_slots,
         prefill_pool=route.prefill_pool, decode_pool=route.decode_pool, colocated=route.colocated,
         system_prompt=tenant.system_prompt, max_prompt_tokens=quota.max_prompt_tokens,
-        prompt_messages=prompt_messages, **handover, retrieval=retrieval_spec(tenant),
+        prompt_messages=prompt_messages, **handover, retrieval=retrieval_spec(tenant), locale=locale,
     )
 
 

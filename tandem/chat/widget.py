@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from tenants.models import ApiKey, Tenant
+from tandem.chat.assignment import INBOX_ROLES
+from tenants.access import access_list
+from tenants.models import ApiKey, Membership, Tenant
 from tenants.services import AuthenticationFailed, api_key_authenticate, origin_allowed
 
 CONFIG_MAX_AGE_S = 60  # an admin's change reaches pages within a minute
@@ -56,7 +58,15 @@ def widget_config(*, tenant: Tenant) -> dict:
         "identity_verification": tenant.identity_verification,
         # After this many idle minutes the widget asks for CSAT (docs/outcomes.md).
         "csat_idle_minutes": settings.TANDEM_CSAT_IDLE_MINUTES,
+        # The tenant has people who answer (members with the inbox): the widget shows
+        # "Talk to a person" as a button. Whether one is online, and the business hours,
+        # the hand-over itself says (docs/protocol.md, `handoff`).
+        "agents": has_agents(tenant=tenant),
     }
+
+
+def has_agents(*, tenant: Tenant) -> bool:
+    return access_list(Membership, tenant=tenant).filter(role__in=INBOX_ROLES, user__is_active=True).exists()
 
 
 def _error(code: str, message: str) -> dict:
