@@ -65,8 +65,11 @@ def html_to_text(html: str) -> str:
     for tag in soup.find_all("li"):
         tag.insert_before(NavigableString("\n- "))
         tag.insert_after(NavigableString("\n"))
-    for tag in soup.find_all(["td", "th"]):
-        tag.insert_after(NavigableString(" | "))
+    # A table row is one line, its cells' texts between " | " (a cell may hold paragraphs:
+    # a DOCX's always do), so a row reads as a record in a chunk and a prompt.
+    for row in soup.find_all("tr"):
+        cells = [" ".join(cell.get_text(" ").split()) for cell in row.find_all(["td", "th"], recursive=False)]
+        row.replace_with(NavigableString("\n\n" + " | ".join(cells) + "\n\n"))
     for tag in soup.find_all(BLOCKS):
         if isinstance(tag, Tag):
             tag.insert_before(NavigableString("\n\n"))

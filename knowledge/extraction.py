@@ -1,8 +1,8 @@
 """Turning what a sync fetched or a person uploaded into an article's Markdown: a web
 page's main text (trafilatura: navigation, footers and boilerplate dropped; headings
 kept as Markdown headings), its title, canonical URL and links; a PDF's pages (pypdf),
-each under a `# Page N` heading; a DOCX's paragraphs (python-docx), its heading styles as
-Markdown headings; HTML, Markdown and text files.
+each under a `# Page N` heading; a DOCX's text (mammoth), its heading styles as
+Markdown headings, its lists and tables kept; HTML, Markdown and text files.
 
 Headings matter beyond reading: chunks follow them (`chunking`), and a citation names the
 passage's heading path, so an answer can point to "Warranty.pdf › Page 3" or a page's
@@ -15,12 +15,13 @@ import io
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 import trafilatura
 from lxml import html as lxml_html
 
-from .cleaning import body_to_text
+from .cleaning import UnsafeHtml, body_to_text, html_to_text
+from .llms_txt import markdown_links, markdown_title
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_PDF_PAGES = 500
@@ -28,6 +29,8 @@ MAX_PDF_PAGES = 500
 # may be, are checked before anything is inflated (a zip bomb is refused unread).
 MAX_UNPACKED_BYTES = 50 * 1024 * 1024
 MAX_RATIO = 100
+# mammoth maps Heading 1-6 itself; a document's Title style is its top heading.
+DOCX_STYLES = "p[style-name='Title'] => h1:fresh"
 FILE_TYPES = {".pdf": "pdf", ".docx": "docx", ".html": "html", ".htm": "html", ".md": "markdown",
               ".markdown": "markdown", ".txt": "text"}
 
@@ -76,6 +79,14 @@ def html_page(body: str, *, url: str) -> Page:
     return Page(title=" ".join(title.split())[:300], text=text, canonical=canonical, links=links)
 
 
+def markdown_page(body: str, *, url: str, name: str = "") -> Page:
+    """A Markdown (or plain text) page as it is: its headings stay headings. Its title is
+    its first `# ` heading, else `name` (the link text an llms.txt gave it), else the
+    URL's last path segment."""
+    title = markdown_title(body) or name or urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1] or url
+    return Page(title=" ".join(title.split())[:300], text=body, links=markdown_links(body, base=url))
+
+
 def file_page(name: str, data: bytes) -> Page:
     """An uploaded file's article: its title (the name, or the document's own) and text."""
     kind = FILE_TYPES.get(PurePosixPath(name.lower()).suffix)
@@ -121,26 +132,21 @@ def pdf_text(data: bytes, *, name: str) -> str:
 
 
 def docx_text(data: bytes, *, name: str) -> str:
-    import docx
+    """A DOCX as Markdown through mammoth (what markitdown itself uses for DOCX, without
+    markitdown's file-type model): its heading styles become headings, and its lists and
+    tables are kept, which python-docx's paragraphs leave out. Images are not read."""
+    import mammoth
 
     _check_zip(data, name=name)
     try:
-        document = docx.Document(io.BytesIO(data))
-    except Exception as exc:  # python-docx raises several kinds for a damaged file
+        result = mammoth.convert_to_html(io.BytesIO(data), style_map=DOCX_STYLES,
+                                         convert_image=mammoth.images.img_element(lambda image: {}))
+    except Exception as exc:  # mammoth raises several kinds for a damaged file
         raise ExtractionError(f"{name} is not a readable DOCX ({exc.__class__.__name__}).") from None
-    lines = []
-    for p in document.paragraphs:
-        text = p.text.strip()
-        if not text:
-            continue
-        style = (p.style.name if p.style is not None else "") or ""
-        if style.lower().startswith("heading") and style.split()[-1].isdigit():
-            lines.append("#" * min(6, int(style.split()[-1])) + " " + text)
-        elif style.lower() == "title":
-            lines.append("# " + text)
-        else:
-            lines.append(text)
-    return "\n\n".join(lines)
+    try:
+        return html_to_text(result.value)
+    except UnsafeHtml as exc:
+        raise ExtractionError(f"{name}: {exc}") from None
 
 
 def _check_zip(data: bytes, *, name: str) -> None:

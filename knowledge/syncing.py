@@ -34,8 +34,8 @@ from django.db import transaction
 from django.utils import timezone
 from lxml import etree
 
-from . import outbound
-from .extraction import ExtractionError, file_page, html_page
+from . import llms_txt, outbound
+from .extraction import ExtractionError, file_page, html_page, markdown_page
 from .models import Article, Source
 from .services import (
     ArticleInput,
@@ -56,6 +56,8 @@ MAX_ERRORS = 20
 MAX_SITEMAPS = 20
 PAGE_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "text/markdown", "application/pdf")
 SITEMAP_TYPES = ("application/xml", "text/xml", "text/plain", "application/x-xml")
+LLMS_TXT_TYPES = ("text/plain", "text/markdown", "text/x-markdown")
+MAX_LLMS_TXT_BYTES = 1024 * 1024
 
 
 def sync_step(*, source_id, run: str, step: int) -> None:
@@ -153,6 +155,13 @@ def _website_frontier(source: Source) -> dict:
         state["seen"] = allowed
         state["queue"] = [[u, 0] for u in allowed]
         state["follow"] = False
+    elif llms_txt.is_llms_txt(source.url):
+        links = [link for link in _llms_txt_pages(source.url) if _in_scope(source, state, link.url)]
+        links = links[:source.max_pages]
+        state["seen"] = [link.url for link in links]
+        state["queue"] = [[link.url, 0] for link in links]
+        state["names"] = {link.url: link.name for link in links}  # titles for pages that state none
+        state["follow"] = False
     else:
         state["queue"] = [[source.url, 0]]
         state["follow"] = True
@@ -177,6 +186,17 @@ def _sitemap_urls(url: str) -> list[str]:
         else:
             urls.extend(u for u in locs if u not in urls)
     return urls
+
+
+def _llms_txt_pages(url: str) -> list[llms_txt.Link]:
+    """The pages an llms.txt lists; one that lists none is refused (most likely not an
+    llms.txt at all), and so the sync fails with a message that says what one holds."""
+    r = outbound.fetch(url, accept=LLMS_TXT_TYPES, max_bytes=MAX_LLMS_TXT_BYTES)
+    links = llms_txt.llms_txt_links(r.text(), base=r.url)
+    if not links:
+        raise outbound.FetchRefused("content_type", f"{url} lists no pages: an llms.txt lists them as Markdown "
+                                                    f"links in list items, e.g. '- [Returns](/returns.md)'.")
+    return links
 
 
 _parsed: dict[str, robotparser.RobotFileParser] = {}
@@ -266,10 +286,10 @@ def _page_sync(source: Source, url: str) -> list[str]:
         except ExtractionError as exc:
             _error(source, url, str(exc))
             return []
-    else:
-        body = response.text()
-        page = html_page(body, url=response.url) if "html" in response.content_type else \
-            html_page(f"<pre>{body}</pre>", url=response.url)
+    elif "html" in response.content_type:
+        page = html_page(response.text(), url=response.url)
+    else:  # Markdown or plain text (an llms.txt's pages are often Markdown): headings kept
+        page = markdown_page(response.text(), url=response.url, name=source.state.get("names", {}).get(url, ""))
     locator = page.canonical if page.canonical and _in_scope(source, source.state, page.canonical) else response.url
     if locator in kept:
         return page.links  # a redirect or a canonical that leads to a page already synced

@@ -1,5 +1,5 @@
 """Documents made by the tests: a PDF of text pages (written by hand, the smallest valid
-PDF with Helvetica text) and a DOCX (python-docx) with heading styles."""
+PDF with Helvetica text) and a DOCX (python-docx) with heading styles, a list and a table."""
 
 from __future__ import annotations
 
@@ -33,7 +33,9 @@ def pdf(pages: list[str]) -> bytes:
     return out.getvalue()
 
 
-def docx(sections: list[tuple[str, str]], *, title: str = "") -> bytes:
+def docx(sections: list[tuple[str, str]], *, title: str = "", bullets: tuple[str, ...] = (),
+         table: list[list[str]] | None = None) -> bytes:
+    """Sections under Heading 1 styles; then a bulleted list and a table, when given."""
     import docx as python_docx
 
     document = python_docx.Document()
@@ -42,6 +44,13 @@ def docx(sections: list[tuple[str, str]], *, title: str = "") -> bytes:
     for heading, text in sections:
         document.add_heading(heading, level=1)
         document.add_paragraph(text)
+    for item in bullets:
+        document.add_paragraph(item, style="List Bullet")
+    if table:
+        grid = document.add_table(rows=len(table), cols=len(table[0]))
+        for r, row in enumerate(table):
+            for c, text in enumerate(row):
+                grid.cell(r, c).text = text
     out = io.BytesIO()
     document.save(out)
     return out.getvalue()

@@ -47,6 +47,18 @@ def test_a_pdf_and_a_docx_are_indexed_and_their_citations_name_the_page_or_secti
     assert (hits[0].title, hits[0].heading) == ("Care guide.docx", "Lubrication")
 
 
+def test_a_docx_keeps_its_title_headings_lists_and_tables_as_markdown():
+    page = extraction.file_page("Sizing.docx", docx(
+        [("Frame sizes", "Pick the frame by your height.")], title="Sizing guide",
+        bullets=("Measure without shoes", "Round up between two sizes"),
+        table=[["Frame", "Rider height"], ["54 cm", "170-178 cm"], ["56 cm", "178-185 cm"]]))
+    lines = page.text.splitlines()
+    assert lines[0] == "# Sizing guide" and "# Frame sizes" in lines
+    assert "- Measure without shoes" in lines and "- Round up between two sizes" in lines
+    # A table row is one line: a chunk (and a prompt) reads a size with its height.
+    assert "Frame | Rider height" in lines and "54 cm | 170-178 cm" in lines
+
+
 def test_a_replaced_file_is_reindexed_a_removed_one_goes_and_an_unchanged_one_costs_nothing():
     tenant = make_tenant().tenant
     source = files_source(tenant)
