@@ -6,6 +6,7 @@ from django.urls import path
 
 from tandem.hours import views as hours
 
+from . import eval_urls
 from .views import (
     assistant,
     audit,
@@ -70,6 +71,7 @@ urlpatterns = [
     path(T + "assistant/preview/", assistant.assistant_preview, name="assistant_preview"),
     path(T + "assistant/hours/", hours.business_hours, name="business_hours"),
     path(T + "assistant/identity-secret/rotate/", assistant.identity_secret_rotate, name="identity_secret_rotate"),
+    *eval_urls.urlpatterns,  # the assistant's draft, trial chat and evaluations (tandem.evals)
     path(T + "knowledge/", knowledge.knowledge, name="knowledge"),
     path(T + "knowledge/rows/", knowledge.knowledge_rows, name="knowledge_rows"),
     path(T + "knowledge/new/", knowledge.article_create, name="article_create"),

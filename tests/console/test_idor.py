@@ -16,6 +16,7 @@ from tandem.chat.models import OfflineMessage
 from tandem.webhooks import services as webhooks
 from tenants import invitations
 from tenants.models import ApiKey, ComputePool, Invitation, Membership
+from tests.evals.helpers import eval_ids
 
 pytestmark = pytest.mark.django_db
 
@@ -79,6 +80,7 @@ def other_tenants_values(world) -> dict[str, list[dict]]:
         "endpoint_id": b_delivery(b).endpoint_id,
         "delivery_id": b_delivery(b).pk,
         "saved_reply_id": b_saved_reply(b).pk,
+        **eval_ids(b, world.owner_b),  # B's case, run and trial reply
     }
 
 
