@@ -59,8 +59,9 @@ def needed_tiers() -> set[tuple[str, str]]:
     return needed
 
 
-@require_GET
-def readyz(request):
+def readiness() -> dict:
+    """What /readyz answers, as a dict (the operators' console overview shows it too):
+    {"ready", "checks": {"database", "redis", "workers": {queue: live count}}, "missing"}."""
     checks, missing = {}, []
     try:
         with connection.cursor() as cursor:
@@ -89,7 +90,13 @@ def readyz(request):
     body = {"ready": not missing, "checks": checks}
     if missing:
         body["missing"] = missing
-    return JsonResponse(body, status=200 if not missing else 503)
+    return body
+
+
+@require_GET
+def readyz(request):
+    body = readiness()
+    return JsonResponse(body, status=200 if body["ready"] else 503)
 
 
 class PlatformCollector:

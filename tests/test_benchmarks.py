@@ -130,6 +130,9 @@ def check_knowledge(doc: dict) -> None:
     latency = sqlite["latency"][str(doc["sizes"][0])]
     assert latency["n"] == doc["queries"] and positive(latency["p50_ms"]), latency
     assert positive(sqlite["cpu_tier"]["on"]["p50_ms"]) and positive(sqlite["cpu_tier"]["on"]["prompt_tokens_mean"])
+    sweep = sqlite["quality"]["thresholds"]["bm25"]  # the minimum-score sweep: a higher floor keeps less
+    assert [row["hit@k"] for row in sweep] == sorted((row["hit@k"] for row in sweep), reverse=True), sweep
+    assert sweep[0]["off_topic_cited"] >= sweep[-1]["off_topic_cited"], sweep
     for label in ("without_knowledge", "with_knowledge"):
         assert 0 <= sqlite["prefix_cache"][label]["hit_rate"] <= 1 and positive(
             sqlite["prefix_cache"][label]["prompt_tokens"])

@@ -45,7 +45,13 @@ QUESTIONS = BASE_DIR / "benchmarks" / "knowledge" / "questions.jsonl"
 # 60 questions about the same articles that share no content word (no English lexeme) with
 # the article that answers them: what full-text search alone cannot bridge.
 NO_OVERLAP = BASE_DIR / "benchmarks" / "knowledge" / "no_overlap.jsonl"
+# 30 questions the demo help centre does not answer (weather, films, homework): every
+# passage cited for one of them is an unrelated citation.
+OFF_TOPIC = BASE_DIR / "benchmarks" / "knowledge" / "off_topic.jsonl"
 MODES = ("bm25", "dense", "hybrid")
+# Minimum scores swept (`measure_thresholds`): what each keeps of the right answers and
+# how many unrelated articles it still lets a reply cite.
+THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(17))
 HELP_CENTRE = BASE_DIR / "knowledge" / "fixtures" / "demo-help-centre"
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 SYSTEM_PROMPT = "You are the friendly support assistant of Demo Co. Answer briefly."
@@ -75,7 +81,36 @@ def measure_quality(tenant) -> dict:
     sets = {name: {mode: _quality(tenant, source_of, questions(path), mode) for mode in modes}
             for name, path in (("paraphrase", QUESTIONS), ("no_overlap", NO_OVERLAP))}
     default = sets["paraphrase"]["hybrid" if "hybrid" in modes else "bm25"]
-    return {"articles": len(result.articles), **default, "sets": sets}
+    return {"articles": len(result.articles), **default, "sets": sets,
+            "thresholds": {mode: measure_thresholds(tenant, source_of, mode) for mode in modes if mode != "dense"}}
+
+
+def measure_thresholds(tenant, source_of: dict, mode: str, k: int = 3) -> list[dict]:
+    """Per minimum score, a reply's sources as the CPU tier picks them (the top `k`
+    chunks at or above it, their articles once each): on the questions the help centre
+    answers (both sets), how often the right article is still among them (`hit@k`) and
+    how many other articles are cited per reply (`wrong_per_reply`); on the off-topic
+    questions, the share that cite anything (`off_topic_cited`)."""
+    from knowledge import selectors
+
+    def sources(question: str) -> list[tuple[str, float]]:
+        out: dict[str, float] = {}
+        for h in selectors.retrieve(tenant_id=tenant.pk, message=question, k=k, mode=mode):
+            out.setdefault(source_of.get(h.article_id, h.article_id), h.score)
+        return list(out.items())  # (article, its best chunk's score), best first
+
+    answerable = [(q["article"], sources(q["question"])) for q in questions(QUESTIONS) + questions(NO_OVERLAP)]
+    off = [sources(q["question"]) for q in questions(OFF_TOPIC)]
+    rows = []
+    for t in THRESHOLDS:
+        kept = [(right, [a for a, score in got if score >= t]) for right, got in answerable]
+        rows.append({
+            "min_score": t,
+            "hit@k": round(sum(right in cited for right, cited in kept) / len(kept), 3),
+            "wrong_per_reply": round(sum(len([a for a in cited if a != right]) for right, cited in kept) / len(kept), 3),
+            "off_topic_cited": round(sum(any(score >= t for _, score in got) for got in off) / len(off), 3),
+        })
+    return rows
 
 
 def _quality(tenant, source_of: dict, qs: list[dict], mode: str) -> dict:
@@ -421,6 +456,14 @@ def main(argv: list[str]) -> None:
     if sets:
         print(table(["backend", "question set", "retrieval", "hit@1", "hit@3"],
                     [[name, qset, mode, m["hit@1"], m["hit@3"]] for name, qset, mode, m in sets], digits=3))
+        print()
+    sweeps = [(name, mode, row) for name, r in b.items() for mode, rows in r["quality"].get("thresholds", {}).items()
+              for row in rows]
+    if sweeps:
+        print(table(["backend", "retrieval", "min score", "hit@3", "other articles cited per reply",
+                     "off-topic questions citing something"],
+                    [[name, mode, row["min_score"], row["hit@k"], row["wrong_per_reply"], row["off_topic_cited"]]
+                     for name, mode, row in sweeps], digits=3))
         print()
     hybrid = [(name, n, r["latency_hybrid"][str(n)]) for name, r in b.items() for n in sizes
               if str(n) in r.get("latency_hybrid", {})]

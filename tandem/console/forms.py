@@ -14,6 +14,8 @@ from tandem.chat.models import Conversation
 from tenants.models import ApiKey, ComputePool, Membership, Tenant
 from tenants.services import MAX_DECODE_SLOTS, PRIORITY_RANGE
 
+from . import handover_phrases
+
 INT_MAX = 2_147_483_647  # PositiveIntegerField's range on every database
 BIG_MAX = 9_223_372_036_854_775_807
 
@@ -135,10 +137,16 @@ class AssistantForm(Form):
         label="Identity verification", required=False,
         help_text="Visitors the site identifies (Tandem.identify) must prove it with "
                   "HMAC-SHA256(identity secret, user id). Turning it on makes a secret if there is none.")
-    handover_patterns = forms.CharField(
+    handover_builtin = forms.BooleanField(
+        label="Built-in phrases", required=False,
+        help_text="Recognise the built-in English and French ways of asking for a person (listed below).")
+    handover_phrases = forms.CharField(
         label="Hand-over phrases", required=False, max_length=30_000, widget=forms.Textarea(attrs={"rows": 4}),
-        help_text="Phrases that mean \"let me talk to a person\": one regular expression a line "
-                  "(case-insensitive). Blank: the built-in English and French set; \"-\" alone: off.")
+        help_text="Your own, one a line, in plain words: e.g. \"speak to a manager\". A message holding one "
+                  "(any case, whole words) is handed to a person.")
+    handover_patterns = forms.CharField(
+        label="Regular expressions", required=False, max_length=30_000, widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="One RE2 expression a line, case-insensitive (no look-arounds or back-references).")
     handover_text = forms.CharField(label="Hand-over message", required=False, max_length=300,
                                     help_text="What the assistant says when it hands over; a default when blank.")
     handover_round_robin = forms.BooleanField(
@@ -156,8 +164,9 @@ class AssistantForm(Form):
         ("Widget appearance", ["widget_title", "widget_color", "widget_position", "widget_locale"]),
         ("Widget texts", ["widget_greeting", "widget_placeholder"]),
         ("Identity verification", ["identity_verification"]),
-        ("Hand-over to a person", ["handover_patterns", "handover_text", "handover_round_robin",
-                                   "handover_ungrounded"]),
+        # The expressions field is shown apart, behind "Advanced" (templates/console/assistant.html).
+        ("Hand-over phrases", ["handover_builtin", "handover_phrases"]),
+        ("Hand-over to a person", ["handover_text", "handover_round_robin", "handover_ungrounded"]),
     ]
     PREVIEW_FIELDS = ("widget_title", "widget_color", "widget_greeting", "widget_placeholder",
                       "widget_position", "widget_locale")
@@ -165,20 +174,52 @@ class AssistantForm(Form):
     def clean_widget_color(self):
         return self.cleaned_data["widget_color"].lower()
 
+    def clean_handover_phrases(self):
+        phrases = handover_phrases.lines_of(self.cleaned_data["handover_phrases"])
+        for n, phrase in enumerate(phrases, 1):
+            if len(phrase) < handover_phrases.MIN_PHRASE_CHARS:
+                raise forms.ValidationError(f"Line {n}: a phrase has at least {handover_phrases.MIN_PHRASE_CHARS} "
+                                            "characters.")
+            if len(handover_phrases.phrase_pattern(phrase)) > handover.MAX_PATTERN_CHARS:
+                raise forms.ValidationError(f"Line {n} is too long.")
+        return phrases
+
     def clean_handover_patterns(self):
-        patterns = self.cleaned_data["handover_patterns"]
+        # Checked on their own, so that an error's line number is the field's.
+        lines = [line.strip() for line in self.cleaned_data["handover_patterns"].splitlines()
+                 if line.strip() and line.strip() != handover.OFF]
         try:
-            handover.parse(patterns)
+            handover.parse("\n".join(lines) or handover.OFF)
         except handover.BadPattern as exc:
             raise forms.ValidationError(str(exc)) from None
-        return patterns
+        return lines
+
+    def clean(self):
+        """The three hand-over fields become the one stored text (`handover_patterns`)."""
+        data = super().clean()
+        if {"handover_phrases", "handover_patterns"} <= data.keys():
+            stored = handover_phrases.write(handover_phrases.Phrases(
+                builtin=bool(data.pop("handover_builtin", False)), phrases=data.pop("handover_phrases"),
+                expressions=data["handover_patterns"]))
+            try:
+                handover.parse(stored)
+            except handover.BadPattern as exc:
+                self.add_error("handover_phrases", str(exc))
+            data["handover_patterns"] = stored
+        return data
+
+    def handover_advanced(self):
+        return [self["handover_patterns"]]
 
     def fieldsets(self):
         return [(title, [self[name] for name in names]) for title, names in self.FIELDSETS]
 
     @classmethod
     def initial_for(cls, tenant: Tenant) -> dict:
-        return {name: getattr(tenant, name) for name in cls.base_fields}
+        phrases = handover_phrases.read(tenant.handover_patterns)
+        return {**{name: getattr(tenant, name) for name in cls.base_fields if hasattr(tenant, name)},
+                "handover_builtin": phrases.builtin, "handover_phrases": "\n".join(phrases.phrases),
+                "handover_patterns": "\n".join(phrases.expressions)}
 
 
 class ArticleForm(Form):

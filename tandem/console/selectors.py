@@ -159,11 +159,21 @@ def _pool_workers(pool: ComputePool, workers: list[dict]) -> list[dict]:
     return [w for w in workers if w["pool"] == pool.slug and w["role"] == pool.role]
 
 
+# CPU workers serve the one shared "cpu" queue whatever pool they report (TANDEM_POOL):
+# they belong to no compute pool, and are not "outside" one.
+CPU_ROLE = "cpu"
+
+
 def workers_outside_pools(pools: list[dict] | None = None) -> list[dict]:
-    """Live workers serving a queue that no ComputePool names (started with a pool that
-    was never created, or whose pool was deleted): no tenant is routed to them."""
+    """Live model workers serving a queue that no ComputePool names (started with a pool
+    that was never created, or whose pool was deleted): no tenant is routed to them."""
     known = {(p.role, p.slug) for p in ComputePool.objects.all()}
-    return [w for w in live_workers() if (w["role"], w["pool"]) not in known]
+    return [w for w in live_workers() if w["role"] != CPU_ROLE and (w["role"], w["pool"]) not in known]
+
+
+def cpu_workers() -> list[dict]:
+    """The CPU tier's live workers (validation, retrieval, prompts; the outbound tasks)."""
+    return [w for w in live_workers() if w["role"] == CPU_ROLE]
 
 
 def pools_overview(*, with_tenants: bool = True) -> list[dict]:

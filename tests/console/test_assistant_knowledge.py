@@ -35,7 +35,8 @@ def test_the_assistant_page_saves_the_widget_and_hand_over_settings_audited(clie
     form = assistant_form(world.a.tenant, widget_title="Alpha help", widget_color="#AA3300",
                           widget_greeting="Hello from Alpha!", widget_placeholder="Ask Alpha",
                           widget_position="left", widget_locale="fr",
-                          handover_patterns=r"\bhuman please\b", handover_text="A person is coming.",
+                          handover_builtin=False, handover_patterns=r"\bhuman please\b",
+                          handover_text="A person is coming.",
                           handover_round_robin=True, handover_ungrounded=True)
     assert client.post(f"{A}/assistant/", form).status_code == 302
     t = Tenant.objects.get(pk=world.a.tenant.pk)

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from knowledge.models import Article, Source, SourceFile
 from tandem.chat.models import OfflineMessage
+from tandem.labels.services import label_create
 from tandem.saved_replies.services import saved_reply_create
 from tandem.webhooks import services as webhooks
 from tenants import invitations
@@ -22,8 +23,10 @@ pytestmark = pytest.mark.django_db
 
 QUOTA_LABELS = ["Requests per minute", "Tokens per minute", "Max concurrent streams",
                 "Daily token budget", "Max prompt tokens", "Max output tokens"]
-TENANT_NAV = ["Quotas", "Hardware allocation", "Keys", "Assistant", "Knowledge", "Conversations", "Webhooks",
-              "Outcomes", "Members"]
+# What a tenant does first comes first (other tabs may sit between these); a viewer has
+# no inbox, and no member sees the infrastructure tabs (quotas, hardware allocation).
+TENANT_NAV = ["Overview", "Conversations", "Assistant", "Knowledge", "Team", "Install", "Usage", "Outcomes", "Keys",
+              "Webhooks"]
 
 
 def labels(html: str) -> list[str]:
@@ -57,6 +60,7 @@ def url_values(world):
             **dict(zip(("invitation_id", "token"), _invitation(a, world.staff.username), strict=True)),
             **dict(zip(("endpoint_id", "delivery_id"), _webhook_delivery(a), strict=True)),
             "saved_reply_id": saved_reply_create(tenant=a, shortcut="hello", text="Hello {{visitor.name}}").pk,
+            "label_id": label_create(tenant=a, name="Refund").pk,
             **eval_ids(a, world.staff),  # a case, a run, and the operator's trial reply
             **dict(zip(("source_id", "file_id"), _source_file(a), strict=True))}
 
@@ -122,7 +126,9 @@ def test_a_tenant_page_has_its_nav_links(client, world):
     client.force_login(world.viewer_a)
     html = client.get("/console/t/alpha/").content.decode()
     nav = html.split('aria-label="Tenant Alpha"')[1].split("</nav>")[0]
-    assert [re.sub(r"<[^>]+>", "", a) for a in re.findall(r"<a [^>]*>.*?</a>", nav)][1:10] == TENANT_NAV
+    names = [re.sub(r"<[^>]+>", "", a) for a in re.findall(r"<a [^>]*>.*?</a>", nav)]
+    assert [n for n in names if n in TENANT_NAV] == TENANT_NAV and names[0] == "Overview"
+    assert not {"Inbox", "Quotas", "Hardware allocation"} & set(names)
 
 
 def test_staff_edit_quotas_with_exactly_labelled_fields_and_a_save_button(client, world):
@@ -222,11 +228,12 @@ def test_an_admin_creates_a_key_sees_it_once_and_revokes_it(client, world):
 def test_a_widget_key_has_its_embed_snippet_and_editable_origins(client, world):
     client.force_login(world.admin_a)
     widget = ApiKey.objects.get(tenant=world.a.tenant, kind="widget")
-    html = client.get("/console/t/alpha/keys/").content.decode()
+    html = client.get("/console/t/alpha/install/").content.decode()
     assert f'data-tandem-key="{widget.public_key}"' in html.replace("&quot;", '"')
+    assert "data-tandem-key" not in client.get("/console/t/alpha/keys/").content.decode().replace("&quot;", '"')
     field = f"key{widget.pk}-allowed_origins"
     ok = client.post(f"/console/t/alpha/keys/{widget.pk}/origins/", {field: "https://a.example/\nhttp://localhost:8000"})
-    assert ok.status_code == 302
+    assert ok.status_code == 302 and ok["Location"] == "/console/t/alpha/install/"
     widget.refresh_from_db()
     assert widget.allowed_origins == ["https://a.example", "http://localhost:8000"]
     bad = client.post(f"/console/t/alpha/keys/{widget.pk}/origins/", {field: "https://a.example/path"})

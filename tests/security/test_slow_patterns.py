@@ -38,7 +38,8 @@ def test_a_nested_quantifier_pattern_saved_by_a_tenant_hands_over_at_once_instea
         client, tenant_with_admin, redis_client):
     created, admin = tenant_with_admin
     client.force_login(admin)
-    saved = client.post("/console/t/patterns/assistant/", assistant_form(created.tenant, handover_patterns=EVIL))
+    form = assistant_form(created.tenant, handover_builtin=False, handover_patterns=EVIL)
+    saved = client.post("/console/t/patterns/assistant/", form)
     assert saved.status_code == 302
     assert Tenant.objects.get(pk=created.tenant.pk).handover_patterns == EVIL
     key = api_key_authenticate(plaintext=created.widget_key.plaintext, kind=ApiKey.Kind.WIDGET)

@@ -14,6 +14,7 @@ from tandem.chat.widget import text_color_on
 from tenants import services
 from tenants.membership import Can
 
+from .. import handover_phrases
 from ..forms import AssistantForm, apply_errors
 from .base import actor, render_page, tenant_page
 
@@ -23,7 +24,9 @@ def _page(request, access, form, *, secret: str = "", status: int = 200):
     preview_query = {name: getattr(tenant, name) for name in AssistantForm.PREVIEW_FIELDS}
     return render_page(request, "console/assistant.html",
                        {"form": form if access.can_manage else None, "secret": secret,
-                        "has_secret": bool(tenant.identity_secret), "preview_query": preview_query},
+                        "has_secret": bool(tenant.identity_secret), "preview_query": preview_query,
+                        "phrases": handover_phrases.read(tenant.handover_patterns),
+                        "builtin": handover_phrases.builtin_rules()},
                        access=access, nav="assistant", status=status)
 
 

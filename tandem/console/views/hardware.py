@@ -20,14 +20,15 @@ from .base import actor, operator_page, render_page
 def hardware(request):
     return render_page(request, "console/hardware.html",
                        {"pools": selectors.pools_overview(), "mine": set(), "show_tenants": True,
-                        "outside": selectors.workers_outside_pools()}, nav="hardware")
+                        "outside": selectors.workers_outside_pools(), "cpu_workers": selectors.cpu_workers()},
+                       nav="hardware")
 
 
 @operator_page(methods=("GET",))
 def hardware_live(request):
     return render_page(request, "console/partials/pools.html",
                        {"pools": selectors.pools_overview(), "mine": set(), "show_tenants": True,
-                        "outside": selectors.workers_outside_pools()})
+                        "outside": selectors.workers_outside_pools(), "cpu_workers": selectors.cpu_workers()})
 
 
 @operator_page()

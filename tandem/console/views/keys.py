@@ -1,5 +1,6 @@
 """Tenant → Keys: list, create (the plaintext shown once), revoke, and a widget key's
-allowed origins with its embed snippet. Admins and owners manage; viewers read."""
+allowed origins (edited on the Install page, which also shows the embed snippets).
+Admins and owners manage; viewers read."""
 
 from __future__ import annotations
 
@@ -13,20 +14,12 @@ from tenants.models import ApiKey
 
 from ..forms import KeyCreateForm, OriginsForm, apply_errors
 from .base import Obj, actor, render_page, tenant_page
+from .install import embed_snippet, install_page
 
 
-def embed_snippet(request, api_key: ApiKey) -> str:
-    src = request.build_absolute_uri("/static/tandem/widget.js")
-    return f'<script src="{src}" data-tandem-key="{api_key.public_key}" async></script>'
-
-
-def _keys_page(request, access, *, form=None, issued=None, bound: OriginsForm | None = None,
-               bound_key: int | None = None, status=200):
+def _keys_page(request, access, *, form=None, issued=None, status=200):
     keys = list(ApiKey.objects.filter(tenant=access.tenant).order_by("revoked_at", "-created_at"))
-    rows = [{"key": k, "snippet_id": f"snippet-{k.pk}", "snippet": embed_snippet(request, k) if k.kind == ApiKey.Kind.WIDGET and k.public_key else "",
-             "origins_form": bound if k.pk == bound_key else OriginsForm(
-                 initial={"allowed_origins": "\n".join(k.allowed_origins)}, prefix=f"key{k.pk}")}
-            for k in keys]
+    rows = [{"key": k} for k in keys]
     if form is None and access.can_manage:
         form = KeyCreateForm()
     return render_page(request, "console/keys.html",
@@ -79,5 +72,5 @@ def key_origins(request, access, api_key):
             apply_errors(form, exc)
         else:
             messages.success(request, f"Saved the allowed origins of {api_key.prefix}….")
-            return redirect("console:keys", slug=access.tenant.slug)
-    return _keys_page(request, access, bound=form, bound_key=api_key.pk, status=400)
+            return redirect("console:install", slug=access.tenant.slug)
+    return install_page(request, access, bound=form, bound_key=api_key.pk, status=400)
