@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "tandem.evals",
     "tandem.webhooks",
     "tandem.onboarding",
+    "tandem.actions",
 ]
 
 MIDDLEWARE = [
@@ -288,6 +289,12 @@ TANDEM_OUTBOUND_ALLOW_HOSTS = [h.strip() for h in os.environ.get("TANDEM_OUTBOUN
 # TANDEM_WEBHOOK_RETRY_HOURS after the event; an endpoint failing for 72 hours is disabled.
 TANDEM_WEBHOOK_RETRY_BASE_S = float(os.environ.get("TANDEM_WEBHOOK_RETRY_BASE_S", "15"))
 TANDEM_WEBHOOK_RETRY_HOURS = float(os.environ.get("TANDEM_WEBHOOK_RETRY_HOURS", "24"))
+# Actions (docs/actions.md): tool rounds per visitor message, the most an admin may set
+# as an action's timeout, and how much of an endpoint's answer is read and shown the model.
+TANDEM_ACTIONS_MAX_ROUNDS = int(os.environ.get("TANDEM_ACTIONS_MAX_ROUNDS", "3"))
+TANDEM_ACTIONS_MAX_TIMEOUT_S = float(os.environ.get("TANDEM_ACTIONS_MAX_TIMEOUT_S", "10"))
+TANDEM_ACTIONS_MAX_RESPONSE_BYTES = int(os.environ.get("TANDEM_ACTIONS_MAX_RESPONSE_BYTES", "65536"))
+TANDEM_ACTIONS_RESULT_CHARS = int(os.environ.get("TANDEM_ACTIONS_RESULT_CHARS", "2000"))
 # Memory the CPU worker may give the tenants' chunk vectors (hybrid retrieval, docs/knowledge.md).
 TANDEM_KNOWLEDGE_VECTOR_CACHE_MB = int(os.environ.get("TANDEM_KNOWLEDGE_VECTOR_CACHE_MB", "512"))
 # How many times a reply may move to another worker after its worker died (all stages

@@ -21,6 +21,7 @@ from django.conf import settings
 
 from inference.wire import streams
 from inference.wire.connections import async_redis
+from tandem.actions.stream import CallHider
 from tandem.chat.validation import InvalidInput
 from tandem.feedback import socket as feedback_socket
 from tandem.onboarding import services as setup_services
@@ -329,9 +330,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
         """Forward the request's records as frames until its end or error (a silent
         stream ends in an error too: see ReplyFollower)."""
         follower = ReplyFollower(request_id, served=served, after_index=after)
+        calls = CallHider()  # a tool call's tokens are the agents' to read (tandem.actions)
         try:
             async for batch in follower.batches():
-                for frame in _frames(request_id, batch, merge=self.merge_tokens):
+                for frame in calls.frames(_frames(request_id, batch, merge=self.merge_tokens)):
                     await self._send(frame)
         except asyncio.CancelledError:
             pass

@@ -49,6 +49,11 @@ def widget_frame(conversation_id: str, event: dict) -> dict | None:
         return frame
     if kind == "typing" and event.get("from") == "agent":
         return {"type": "typing", "conversation": conversation_id, "name": event.get("name", "")}
+    if kind == "action":  # an action's status line (tandem.actions); the call itself is for agents
+        return {"type": "action", "conversation": conversation_id, "message": event["message"],
+                "state": event["state"], "text": event["text"]}
+    if kind == "reply":  # the reply continuing after an action: the socket follows it
+        return {"type": "start", "conversation": conversation_id, "message": event["message"]}
     return None
 
 
@@ -93,6 +98,8 @@ class WidgetLive:
                 frame = widget_frame(conversation_id, event)
                 if frame:
                     await self.consumer._send(frame)
+                    if frame["type"] == "start":
+                        self.consumer._follow(frame["message"], after=-1, served=True)
         except asyncio.CancelledError:
             pass
         except Exception:  # Redis went away: the widget restores from history on reconnect

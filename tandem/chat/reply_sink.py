@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from inference.pipeline import api as pipeline
+from tandem.actions import calls as action_calls
 from tandem.webhooks import chat_events as webhook_events
 
 from . import assignment, events
@@ -41,6 +42,7 @@ class ReplyRows:
             ttft_ms=o.ttft_ms, duration_ms=o.duration_ms, finished_at=timezone.now(),
         ))
         if finished:
+            action_calls.reply_ended(request_id=request_id, text=o.text)  # a tool call: tandem.actions
             webhook_events.reply_ended(request_id=request_id)
         return finished
 

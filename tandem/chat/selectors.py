@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from knowledge.selectors import citations_for
+from tandem.actions import selectors as action_selectors
 from tenants.models import Tenant
 
 from . import services
@@ -28,6 +29,11 @@ def conversation_transcript(*, tenant: Tenant, conversation_id, visitor: Visitor
         .values("id", "role", "content", "status", "finish_reason", "error", "author_name")[:limit]
     )
     rows.reverse()
+    # A reply that called an action: the visitor reads its status line, never the call.
+    calls = action_selectors.visitor_lines(message_ids=[r["id"] for r in rows if r["finish_reason"] == "tool_calls"])
+    for r in rows:
+        if str(r["id"]) in calls:
+            r.update(role="action", content=calls[str(r["id"])])
     cited = citations_for(tenant=tenant, message_ids=[r["id"] for r in rows if r["role"] == Message.Role.ASSISTANT])
     return {
         "id": str(conversation.pk),

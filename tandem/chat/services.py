@@ -15,6 +15,9 @@ from django.conf import settings
 from inference.pipeline import api as pipeline
 from inference.pipeline.api import RequestSpec, Route, Sampling
 from knowledge.selectors import retrieval_spec
+from tandem.actions import offer as action_offer
+from tandem.actions.models import TOOL_ROLE
+from tandem.api import tool_calls
 from tandem.chat.validation import InvalidInput, clean_user_text
 from tandem.webhooks import chat_events as webhook_events
 from tenants import changes, quotas
@@ -133,6 +136,8 @@ def prompt_history(conversation: Conversation, *, max_prompt_tokens: int) -> lis
         room -= len(content)
         if room < 0:
             break
+        if role == TOOL_ROLE:  # an action's result, as the tool-call format writes it
+            role, content = tool_calls.history_text({"role": role, "content": content})
         # An agent's replies are the support side of the conversation, as the assistant's are.
         kept.append({"role": Message.Role.ASSISTANT if role == Message.Role.AGENT else role, "content": content})
     return kept[::-1]
@@ -208,6 +213,7 @@ def chat_submit(
             api_key_id=api_key.pk, sampling=sampling,
             prompt_messages=history + [{"role": role, "content": text} for role, text in cleaned],
             handover=responder.handover_spec(tenant=tenant, channel=channel, locale=locale), locale=locale)
+        action_offer.offer_to(spec, tenant_id=tenant.pk, channel=channel, text=cleaned[-1][1])  # actions as tools
         checked = key_version is not None and attempt < 2  # the last try reads and admits unchecked
         admission = request_admit(
             spec=spec, tenant=tenant, history=[m["content"] for m in history], new=[t for _, t in cleaned],

@@ -4,6 +4,7 @@ views/base.py), which tests/console/test_idor.py checks for every pattern here."
 
 from django.urls import path
 
+from tandem.actions import urls as actions_urls
 from tandem.hours import views as hours
 
 from . import eval_urls
@@ -83,6 +84,7 @@ urlpatterns = [
     path(T + "knowledge/import/", knowledge.article_import, name="article_import"),
     path(T + "knowledge/settings/", knowledge.knowledge_settings, name="knowledge_settings"),
     path(T + "knowledge/test/", knowledge_retrieval.retrieval_test, name="knowledge_test"),
+    *actions_urls.patterns(T),  # tenant → Actions, and the inbox's approval cards
     path(T + "webhooks/", webhooks.endpoint_list, name="webhooks"),
     path(T + "webhooks/<uuid:endpoint_id>/", webhooks.endpoint_detail, name="webhook"),
     path(T + "webhooks/<uuid:endpoint_id>/test/", webhooks.endpoint_test, name="webhook_test"),

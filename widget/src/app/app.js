@@ -397,6 +397,7 @@ export class App {
       case "handoff": return this.onHandoff(f);
       case "agent_message": return this.onAgent(f);
       case "typing": return this.onTyping(f);
+      case "action": return this.onAction(f);
       case "offline_received": return this.off && this.off.replaceChildren(this.t("offlineSent"));
       case "feedback_received": return this.onRated(f);
       case "csat_received": return this.onCsatDone(f.conversation);
@@ -495,9 +496,27 @@ export class App {
     this.scheduleRender(m);
   }
 
+  // An action the assistant called (docs/actions.md): its reply becomes the action's
+  // status line ("Looking up your order…"); the reply that continues after the action
+  // comes as a start frame of its own. The call itself is never sent to the page.
+  onAction(f) {
+    const m = this.byId.get(f.message);
+    if (m && typeof f.text === "string" && f.text) this.actionLine(m, f.text);
+  }
+
+  actionLine(m, text) {
+    m.role = "action";
+    m.text = text;
+    if (m.el) m.el.className = "msg action";
+    if (FINAL.has(m.status)) this.view.renderMessage(m);
+    else { m.status = "done"; this.finish(m); }
+    if (text !== "…") this.view.announce(text);
+  }
+
   onEnd(f) {
     const m = this.byId.get(f.message);
     if (!m || FINAL.has(m.status)) return;
+    if (f.finish_reason === "tool_calls") { this.actionLine(m, m.role === "action" ? m.text : "…"); return; }
     m.status = f.finish_reason === "cancelled" ? "cancelled" : "done";
     if (Array.isArray(f.sources)) m.sources = f.sources;
     this.finish(m);

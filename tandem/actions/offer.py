@@ -1,0 +1,61 @@
+"""What a widget request offers the model: the tenant's enabled actions as tools, in the
+REST API's tool-call format (tandem.api.tool_calls: a system message describing them,
+and the grammar that holds a call to an action's parameters).
+
+The choice, per pass:
+- a visitor's message that contains one of an action's trigger phrases: that action,
+  as a named tool_choice (the model must call it; only its arguments are the model's);
+- otherwise `auto` (the model may call one or answer in text);
+- after a refused, denied or failed call, or at TANDEM_ACTIONS_MAX_ROUNDS: no tools (the
+  model answers in text, which ends the turn).
+
+Imports no chat module: tandem.chat.services calls `offer_to` for every widget message."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+from tandem.api import tool_calls
+
+from .models import Action
+
+AUTO, NONE = "auto", "none"
+
+
+def functions(actions: list[Action]) -> list[dict]:
+    return [{"type": "function", "function": {"name": a.name, "description": a.description,
+                                              "parameters": a.parameters}} for a in actions]
+
+
+def choice_for(actions: list[Action], text: str) -> str | dict:
+    """The named action whose phrase the message contains (the first by name), else auto."""
+    lowered = text.lower()
+    for a in actions:
+        if any(p in lowered for p in a.phrases()):
+            return {"type": "function", "function": {"name": a.name}}
+    return AUTO
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(tools_json: str, choice_json: str) -> tuple[str, str]:
+    data = {"tools": json.loads(tools_json), "tool_choice": json.loads(choice_json)}
+    return tool_calls.system_prompt(data), tool_calls.grammar(data)
+
+
+def offer_to(spec, *, tenant_id: int, channel: str, text: str | None = None, choice: str | dict | None = None) -> bool:
+    """Offer the tenant's enabled actions to the request `spec` (a RequestSpec not yet
+    admitted): its grammar set, the tools' system message put first. `text`: the
+    visitor's message, for trigger phrases (first pass); `choice`: the choice itself
+    (a continuation). True when tools were offered."""
+    if channel != "widget" or choice == NONE:
+        return False
+    actions = list(Action.objects.filter(tenant_id=tenant_id, enabled=True))
+    if not actions:
+        return False
+    if choice is None:
+        choice = choice_for(actions, text or "")
+    system, grammar = _compiled(json.dumps(functions(actions), sort_keys=True), json.dumps(choice, sort_keys=True))
+    spec.sampling.grammar = grammar
+    spec.prompt_messages = [{"role": "system", "content": system}, *spec.prompt_messages]
+    return True
