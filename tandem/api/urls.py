@@ -4,6 +4,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from . import conversation_views as conv
+from . import eval_views as ev
 from . import feedback_views as fbv
 from . import knowledge_source_views as ksv
 from . import knowledge_views as kv
@@ -43,6 +44,10 @@ urlpatterns = [
     path("api/v1/webhooks/<str:endpoint_id>/", whv.EndpointDetailView.as_view()),
     path("api/v1/webhooks/<str:endpoint_id>/test/", whv.EndpointTestView.as_view()),
     path("api/v1/webhooks/<str:endpoint_id>/deliveries/", whv.EndpointDeliveriesView.as_view()),
+    path("api/v1/evals/cases/", ev.CaseListView.as_view()),
+    path("api/v1/evals/cases/<str:case_id>/", ev.CaseDetailView.as_view()),
+    path("api/v1/evals/runs/", ev.RunListView.as_view()),
+    path("api/v1/evals/runs/<str:run_id>/", ev.RunDetailView.as_view()),
     path("api/schema/", docs_view(SpectacularAPIView.as_view()), name="schema"),
     path("api/docs/", docs_view(SpectacularSwaggerView.as_view(url_name="schema")), name="api-docs"),
 ]

@@ -1,7 +1,8 @@
-"""The evaluation harness: the checks of one reply (pure), and a run through the real
-platform (the tiny model) with a case that passes and a case that fails, printed by
-`manage.py assistant eval`, its usage metered and its conversations left out of the
-Outcomes figures."""
+"""The evaluation harness: the checks of one reply (pure), and runs through the real
+platform (the tiny model) printed by `manage.py assistant eval`: one with a case that
+passes and a case that fails, its usage metered and its conversations left out of the
+Outcomes figures; one with the draft's settings (its reply length and system prompt),
+where a request for a person is a hand-over that stays on the reply (no inbox)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import io
 import pytest
 from django.core.management import call_command
 
+from tandem.chat.models import Conversation
+from tandem.evals import drafts
 from tandem.evals.checks import Reply, case_checks, repetition_share
 from tandem.evals.models import EvalCase, EvalResult, EvalRun
 from tandem.feedback.models import ConversationOutcome
@@ -72,3 +75,23 @@ def test_the_starter_set_loads_once_and_links_the_tenants_articles():
     assert EvalCase.objects.get(tenant=tenant, question__startswith="I want to talk").expect_handover is True
     call_command("assistant", "load-cases", tenant.slug, stdout=out)
     assert EvalCase.objects.filter(tenant=tenant).count() == 6
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_with_the_draft_uses_its_settings_and_checks_the_hand_over(platform):
+    tenant = make_tenant(max_output_tokens=8).tenant
+    drafts.draft_save(tenant=tenant, system_prompt="Reply with one word.", max_tokens=2)
+    asks = EvalCase.objects.create(tenant=tenant, question="What are your opening hours?", expect_handover=False)
+    person = EvalCase.objects.create(tenant=tenant, question="I want to talk to a person, please.",
+                                     expect_handover=True)
+    out = io.StringIO()
+    call_command("assistant", "eval", tenant.slug, "--draft", stdout=out)
+    run = EvalRun.objects.get(tenant=tenant)
+    assert run.settings == "draft" and run.status == "done"
+    assert (run.settings_used["system_prompt"], run.settings_used["max_tokens"]) == ("Reply with one word.", 2)
+    results = {r.case_id: r for r in run.results.all()}
+    assert results[asks.pk].passed and 0 < results[asks.pk].completion_tokens <= 2  # the draft's max_tokens
+    assert results[person.pk].passed and results[person.pk].checks["handover"] is True
+    assert "2/2 cases passed" in out.getvalue() and "with the draft settings" in out.getvalue()
+    # A test of the assistant: nobody waits for a person, the inbox stays empty.
+    assert not Conversation.objects.filter(tenant=tenant).exclude(handoff="bot").exists()
