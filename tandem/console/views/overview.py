@@ -76,7 +76,7 @@ def overview_charts(request):
 def tenant_overview(request, access):
     steps = setup_selectors.checklist(access.tenant)
     return render_page(request, "console/tenant_overview.html",
-                       {"steps": steps, "done": sum(s.done for s in steps)}, access=access, nav="overview")
+                       {"steps": steps, "done": sum(s.done for s in steps)}, access=access, nav="tenant-overview")
 
 
 @tenant_page(methods=("GET",))
