@@ -15,7 +15,8 @@ from . import widget
 def widget_config(request):
     origin = widget.page_origin(origin=request.headers.get("Origin"), fetch_site=request.headers.get("Sec-Fetch-Site"),
                                 own_origin=request.build_absolute_uri("/").rstrip("/"))
-    answer = widget.widget_config_answer(key=request.GET.get("key", ""), origin=origin)
+    answer = widget.widget_config_answer(key=request.GET.get("key", ""), origin=origin,
+                                         locale=request.GET.get("locale", "")[:35], langs=request.GET.get("langs", "")[:300])
     response = JsonResponse(answer.body, status=answer.status)
     for name, value in answer.headers.items():
         response[name] = value

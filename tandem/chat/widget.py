@@ -3,20 +3,33 @@ in the admin (tenants.models.Tenant.widget_*), for pages of the key's allowed or
 
 The page's `Origin` is checked as the websocket checks it. A refusal still names the
 page's origin in Access-Control-Allow-Origin, so the widget can read why and say so in
-its panel; it carries nothing of the tenant."""
+its panel; it carries nothing of the tenant.
+
+The widget's strings in the visitor's language come with the configuration (`i18n`):
+the bundle carries English only, the other catalogues are static/tandem/widget-i18n.json
+(built from widget/src/i18n/). The language is the first supported one of the page's
+TandemSettings.locale (`locale`), the tenant's widget locale, and the browser's
+languages (`langs`, comma-separated, best first)."""
 
 from __future__ import annotations
 
+import json
+import logging
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from django.conf import settings
 
+from tandem.attachments.selectors import policy_data, policy_of
 from tandem.chat.assignment import INBOX_ROLES
 from tenants.access import access_list
 from tenants.models import ApiKey, Membership, Tenant
 from tenants.services import AuthenticationFailed, api_key_authenticate, origin_allowed
 
+log = logging.getLogger(__name__)
 CONFIG_MAX_AGE_S = 60  # an admin's change reaches pages within a minute
+CATALOGUES = settings.BASE_DIR / "static" / "tandem" / "widget-i18n.json"
+MAX_LANGS = 8  # of the browser's list, the first this many count
 
 
 @dataclass(frozen=True)
@@ -45,7 +58,32 @@ def text_color_on(background: str) -> str:
     return light if contrast_ratio(background, light) >= contrast_ratio(background, dark) else dark
 
 
-def widget_config(*, tenant: Tenant) -> dict:
+@lru_cache(maxsize=1)
+def catalogues() -> dict[str, dict[str, str]]:
+    """{language: {string id: text}} of every language but English (in the bundle)."""
+    try:
+        return json.loads(CATALOGUES.read_text(encoding="utf-8"))
+    except FileNotFoundError:  # a checkout without the built file: visitors still get English
+        log.error("%s is missing: the widget speaks English only (build it: cd widget && npm run build)", CATALOGUES)
+        return {}
+
+
+def widget_language(wanted: list[str]) -> str:
+    """The first of `wanted` (tags such as "fr-CA", best first) the widget speaks; English
+    when none is."""
+    for tag in wanted:
+        lang = tag.strip().lower().replace("_", "-").split("-")[0] if isinstance(tag, str) else ""
+        if lang == "en" or lang in catalogues():
+            return lang
+    return "en"
+
+
+def widget_i18n(*, tenant: Tenant, locale: str = "", langs: str = "") -> dict:
+    lang = widget_language([locale, tenant.widget_locale, *langs.split(",")[:MAX_LANGS]])
+    return {"locale": lang, **({"strings": catalogues()[lang]} if lang != "en" else {})}
+
+
+def widget_config(*, tenant: Tenant, locale: str = "", langs: str = "") -> dict:
     """The widget's settings; the identity secret never leaves the server."""
     return {
         "title": tenant.widget_title or tenant.name,
@@ -58,10 +96,13 @@ def widget_config(*, tenant: Tenant) -> dict:
         "identity_verification": tenant.identity_verification,
         # After this many idle minutes the widget asks for CSAT (docs/outcomes.md).
         "csat_idle_minutes": settings.TANDEM_CSAT_IDLE_MINUTES,
+        # What the paperclip may send (tandem.attachments; docs/attachments.md).
+        "attachments": policy_data(policy_of(tenant=tenant)),
         # The tenant has people who answer (members with the inbox): the widget shows
         # "Talk to a person" as a button. Whether one is online, and the business hours,
         # the hand-over itself says (docs/protocol.md, `handoff`).
         "agents": has_agents(tenant=tenant),
+        "i18n": widget_i18n(tenant=tenant, locale=locale, langs=langs),
     }
 
 
@@ -82,7 +123,7 @@ def page_origin(*, origin: str | None, fetch_site: str | None, own_origin: str) 
     return own_origin if fetch_site == "same-origin" else None
 
 
-def widget_config_answer(*, key: str, origin: str | None) -> WidgetConfigAnswer:
+def widget_config_answer(*, key: str, origin: str | None, locale: str = "", langs: str = "") -> WidgetConfigAnswer:
     """The whole answer to a page asking for its widget's configuration."""
     cors = {"Access-Control-Allow-Origin": origin} if origin else {}
     headers = {**cors, "Vary": "Origin", "Cache-Control": f"public, max-age={CONFIG_MAX_AGE_S}"}
@@ -93,4 +134,4 @@ def widget_config_answer(*, key: str, origin: str | None) -> WidgetConfigAnswer:
     if not origin_allowed(api_key=api_key, origin=origin):
         return WidgetConfigAnswer(403, _error("origin_not_allowed", f"Origin {origin!r} is not allowed for this key."),
                                   headers)
-    return WidgetConfigAnswer(200, widget_config(tenant=api_key.tenant), headers)
+    return WidgetConfigAnswer(200, widget_config(tenant=api_key.tenant, locale=locale, langs=langs), headers)

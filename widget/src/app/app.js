@@ -1,7 +1,13 @@
 // The widget: the conversation's state, the socket's frames (docs/protocol.md), the
-// page's API (window.Tandem), persistence across reloads and tabs.
+// page's API (window.Tandem), persistence across reloads and tabs. The socket is
+// connection.js's, what is kept across reloads store.js's, the DOM view.js's; the
+// hand-over to a person handover.js's, its offline form offline.js's, and feedback
+// (👍/👎, CSAT) feedback.js's.
 import { Connection } from "./connection.js";
-import { pickLocale, translator } from "./i18n.js";
+import { Feedback } from "./feedback.js";
+import { Handover } from "./handover.js";
+import { catalogueOf, formatWhen, translator } from "./i18n.js";
+import { OfflineForm } from "./offline.js";
 import { Store } from "./store.js";
 import { View } from "./view.js";
 
@@ -135,12 +141,13 @@ export class App {
 
   configure(answer) {
     const cfg = answer.status === 200 && answer.body ? answer.body : {};
-    const locale = pickLocale(this.settings.locale, cfg.locale);
-    this.t = translator(locale);
+    const { locale, strings } = catalogueOf(cfg.i18n);
+    this.locale = locale;
+    this.t = translator(strings);
     this.greeting = cfg.greeting || this.t("greeting");
     // CSAT is asked after this long without a visitor message following a reply (0: never).
-    this.csatIdleMs = typeof cfg.csat_idle_minutes === "number" && cfg.csat_idle_minutes > 0
-      ? cfg.csat_idle_minutes * 60e3 : 0;
+    this.feedback = new Feedback({ app: this, idleMs: typeof cfg.csat_idle_minutes === "number"
+      && cfg.csat_idle_minutes > 0 ? cfg.csat_idle_minutes * 60e3 : 0 });
     this.view = new View({
       t: this.t,
       on: {
@@ -149,11 +156,11 @@ export class App {
         send: () => this.send(),
         stop: () => this.stop(),
         newConversation: () => this.newConversation(),
-        rate: (m, rating, comment) => this.rate(m, rating, comment),
-        person: () => { this.asking = 1; this.conn.send({ type: "handoff", conversation: this.conversationId }) || this.conn.start(); },
+        rate: (m, rating, comment) => this.feedback.rate(m, rating, comment),
+        person: () => this.handover.ask(this.conversationId) || this.conn.start(),
         type: () => {
           const now = Date.now();
-          if (this.person && now - (this.typedAt || 0) > 2e3) {
+          if (this.handover.person && now - (this.typedAt || 0) > 2e3) {
             this.typedAt = now;
             this.conn.send({ type: "typing", conversation: this.conversationId });
           }
@@ -161,6 +168,12 @@ export class App {
       },
     });
     this.view.host.setAttribute("lang", locale);
+    const send = (frame) => this.conn.send(frame);
+    this.offline = new OfflineForm({ t: this.t, store: this.store,
+      send: (conversation, email, text) => send({ type: "offline", conversation, email, text }) });
+    this.handover = new Handover({ t: this.t, view: this.view, offline: this.offline, send,
+      when: (iso) => formatWhen(iso, locale) });
+    this.handover.setAgents(cfg.agents);
     const color = COLOR.test(cfg.color || "") ? cfg.color : "#2f5bd3";
     this.view.setTheme({
       title: cfg.title || this.t("chat"),
@@ -188,6 +201,7 @@ export class App {
     url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
     url.searchParams.set("key", this.key);
     url.searchParams.set("batch", "1"); // token frames may carry several tokens (`count`)
+    if (this.locale) url.searchParams.set("locale", this.locale); // the assistant is asked to answer in it
     this.socketVisitor = this.store.visitor;
     if (this.socketVisitor) url.searchParams.set("visitor", this.socketVisitor);
     if (this.user) {
@@ -213,7 +227,7 @@ export class App {
   send() {
     const text = this.view.input.value.trim();
     if (!text || this.fatal || this.active || this.sent) return;
-    clearTimeout(this.csatTimer);
+    this.feedback.cancel();
     this.view.input.value = "";
     this.view.fitInput();
     const local = { id: `local:${++localIds}`, role: "user", text, status: "done", local: true, index: -1 };
@@ -262,6 +276,7 @@ export class App {
     this.active = null;
     if (!this.view) return;
     this.view.setStatus(null);
+    this.handover.reset();
     this.renderTranscript();
     this.updateControls();
     if (id && this.conn.isOpen) this.requestHistory();
@@ -271,6 +286,7 @@ export class App {
     this.view.clearLog();
     this.view.addMessage({ role: "assistant", text: this.greeting, status: "done" });
     for (const m of this.messages) this.view.addMessage(m);
+    this.handover.place(this.conversationId); // the offline form stays where it belongs
     this.view.scrollToEnd();
   }
 
@@ -358,6 +374,7 @@ export class App {
     if (this.sent && this.sent.transmitted) this.lost = this.unsend();
     this.requestHistory();
     if (this.sent) this.transmit();
+    if (this.handover.asking && !this.handover.askSent) this.handover.ask(this.conversationId); // asked while down
     this.updateControls();
   }
 
@@ -398,9 +415,9 @@ export class App {
       case "agent_message": return this.onAgent(f);
       case "typing": return this.onTyping(f);
       case "action": return this.onAction(f);
-      case "offline_received": return this.off && this.off.replaceChildren(this.t("offlineSent"));
-      case "feedback_received": return this.onRated(f);
-      case "csat_received": return this.onCsatDone(f.conversation);
+      case "offline_received": return this.onOfflineReceived(f);
+      case "feedback_received": return this.byId.has(f.message) && this.feedback.rated(this.byId.get(f.message));
+      case "csat_received": return this.feedback.done(f.conversation);
       default: return undefined;
     }
   }
@@ -416,7 +433,7 @@ export class App {
       }
       if (!m) m = { id: s.id, role: s.role, text: "", status: s.status, index: -1, author: s.author };
       if (FINAL.has(s.status)) {
-        Object.assign(m, { text: s.text || "", status: s.status, sources: s.sources });
+        Object.assign(m, { text: s.text || "", status: s.status, sources: s.sources, finish: s.finish_reason });
         this.store.dropPending(s.id);
       } else if (!FINAL.has(m.status) && m.index < 0) {
         // Still being written: continue from what this page had (kept with its index).
@@ -431,7 +448,7 @@ export class App {
       this.view.input.value = ""; // it was stored after all
     }
     this.lost = null;
-    this.onHandoff({ state: f.handoff, conversation: f.conversation, offline: f.offline }, 1);
+    this.onHandoff({ ...f, state: f.handoff, type: "handoff" }, 1);
     const unsent = this.messages.filter((m) => m.local && !m.stored);
     this.messages = [];
     this.byId.clear();
@@ -446,7 +463,7 @@ export class App {
   }
 
   onConversation(f) {
-    if (!(this.sent || this.asking) || typeof f.id !== "string") return;
+    if (!(this.sent || this.handover.asking) || typeof f.id !== "string") return;
     if (f.id !== this.conversationId) {
       this.conversationId = f.id;
       this.store.setConversation(this.owner, f.id);
@@ -518,6 +535,7 @@ export class App {
     if (!m || FINAL.has(m.status)) return;
     if (f.finish_reason === "tool_calls") { this.actionLine(m, m.role === "action" ? m.text : "…"); return; }
     m.status = f.finish_reason === "cancelled" ? "cancelled" : "done";
+    m.finish = f.finish_reason; // "length": cut short by the token budget, and marked so
     if (Array.isArray(f.sources)) m.sources = f.sources;
     this.finish(m);
     this.ended(m, f.finish_reason);
@@ -528,7 +546,7 @@ export class App {
   // closed, and told to the site's on("message") handlers.
   ended(m, finishReason) {
     this.view.announce(this.view.textOf(m));
-    this.csatLater();
+    this.feedback.later();
     if (!this.view.isOpen) this.setUnread(this.unread + 1);
     this.emit("message", { id: m.id, role: "assistant", text: m.text, conversation: this.conversationId,
       finish_reason: finishReason });
@@ -537,17 +555,16 @@ export class App {
   // A person of the site's team (docs/protocol.md: handoff, agent_message, typing).
   onHandoff(f, quiet) {
     if (f.conversation !== this.conversationId) return;
-    this.asking = 0;
-    const s = f.state;
-    this.person = s === "pending_human" || s === "human";
-    if (this.person) this.setAlert(this.t(s === "human" ? "personJoined" : "waitingPerson", { n: f.agent }), "info");
-    else if (this.alertKind === "info") this.setAlert(null);
-    if (!quiet && s === "human") this.view.announce(this.view.alert.textContent, "");
-    if (s === "resolved") this.askCsat(); // a person resolved it: how did we do?
-    // Nobody of the team is online: leave an e-mail address and a message instead.
-    if (f.offline && !(this.off && this.off.isConnected)) {
-      this.off = this.view.offlineForm((email, text) => this.conn.send({ type: "offline", conversation: f.conversation, email, text }));
-    }
+    this.handover.apply(f); // its notice is a polite live region: read out as it changes
+    if (f.state === "resolved") this.feedback.ask(); // a person resolved it: how did we do?
+    this.handover.place(this.conversationId);
+    if (!quiet) this.view.scrollToEnd();
+  }
+
+  onOfflineReceived(f) {
+    if (!this.offline.received(f.conversation) || f.conversation !== this.conversationId) return;
+    this.handover.place(this.conversationId); // what was sent, in place of the form
+    this.view.announce(this.t("offlineSent"), "");
   }
 
   onAgent(f) {
@@ -567,54 +584,6 @@ export class App {
     this.view.setStatus("personTyping", { n: f.name });
     clearTimeout(this.typingTimer);
     this.typingTimer = setTimeout(() => this.active || this.view.setStatus(null), 4e3);
-  }
-
-  // Feedback (docs/protocol.md: feedback, csat) --------------------------------------------
-
-  /** 👍/👎 of reply `m`, or its comment once rated; the server keeps the latest. */
-  rate(m, rating, comment) {
-    if (rating !== "up" && rating !== "down") return;
-    const frame = { type: "feedback", message: m.id, rating };
-    if (typeof comment === "string") {
-      if (!comment.trim()) return;
-      frame.comment = comment;
-    }
-    m.rating = rating;
-    m.commenting = typeof comment === "string";
-    if (!this.conn.send(frame)) this.conn.start();
-    this.view.renderMessage(m);
-  }
-
-  onRated(f) {
-    const m = this.byId.get(f.message);
-    if (!m) return;
-    m.feedback = m.commenting ? "commented" : "rated";
-    this.view.renderMessage(m);
-    if (m.commenting) this.view.announce(this.t("feedbackThanks"), "");
-  }
-
-  /** After a reply, when the assistant answers: ask for CSAT once the visitor is quiet. */
-  csatLater() {
-    clearTimeout(this.csatTimer);
-    if (this.csatIdleMs && !this.person) this.csatTimer = setTimeout(() => this.askCsat(), this.csatIdleMs);
-  }
-
-  askCsat() {
-    const id = this.conversationId;
-    if (!id || this.fatal || this.store.csatGiven(id) || (this.csat && this.csat.isConnected)) return;
-    this.csat = this.view.csatForm((score, comment) => {
-      const frame = { type: "csat", conversation: id, score };
-      if (comment.trim()) frame.comment = comment;
-      if (!this.conn.send(frame)) this.conn.start();
-    });
-  }
-
-  onCsatDone(conversation) {
-    if (!conversation) return;
-    this.store.setCsatGiven(conversation);
-    if (conversation !== this.conversationId || !this.csat || !this.csat.isConnected) return;
-    this.csat.replaceChildren(this.t("csatThanks"));
-    this.view.announce(this.t("csatThanks"), "");
   }
 
   finish(m) {
@@ -655,7 +624,8 @@ export class App {
       return;
     }
     if (f.code === "message_not_found") return; // a reply to resume or stop that is gone
-    if (f.code === "csat_already_given") { this.onCsatDone(this.conversationId); return; }
+    if (f.code === "csat_already_given") { this.feedback.done(this.conversationId); return; }
+    if (this.offline.pending) this.offline.refused(); // the offline form's message, if it was that
     if (this.sent && MESSAGE_REFUSALS.has(f.code)) this.unsend();
     this.updateControls();
     this.showError(f.code, f);

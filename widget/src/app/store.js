@@ -3,6 +3,7 @@
 //   tandem:<k>            {v: 1, visitor, conversations: {<owner>: <conversation id>}, rev}
 //   tandem:<k>:p:<reply>  {i: last token index, t: text so far}   while a reply streams
 //   tandem:<k>:csat       [conversation ids scored here], the newest 50
+//   tandem:<k>:off        {<conversation id>: {email, text}}, what the offline form sent, the newest 20
 // <owner> is "anon" or "user:<id>" for a visitor the site identified. `rev` changes when
 // a message is sent or a reply ends, so other tabs of the site know to catch up (the
 // `storage` event). Where storage is unavailable (blocked, private mode) it is memory.
@@ -120,5 +121,19 @@ export class Store {
     const next = (Array.isArray(list) ? list : []).filter((c) => c !== conversation).slice(-49);
     next.push(conversation);
     this._write(`${this.ns}:csat`, next);
+  }
+
+  /** What the visitor left in a conversation's offline form ({email, text}), or null:
+   * shown in place of the form after a reload. */
+  offlineSent(conversation) {
+    const all = this._read(`${this.ns}:off`);
+    const sent = all && typeof all === "object" ? all[conversation] : null;
+    return sent && typeof sent.email === "string" && typeof sent.text === "string" ? sent : null;
+  }
+
+  setOfflineSent(conversation, email, text) {
+    const all = this._read(`${this.ns}:off`);
+    const kept = Object.entries(all && typeof all === "object" ? all : {}).filter(([c]) => c !== conversation).slice(-19);
+    this._write(`${this.ns}:off`, Object.fromEntries([...kept, [conversation, { email, text }]]));
   }
 }

@@ -3,9 +3,9 @@
 // from HTML strings: only sanitised reply Markdown is parsed (markdown.js), which keeps
 // the widget working on pages with Trusted Types or a strict CSP.
 import css from "./styles.css";
+import { h, icon as svgIcon } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 
-const SVG = "http://www.w3.org/2000/svg";
 const ICONS = {
   chat: "M4 3h16a2 2 0 0 1 2 2v11a2 2 0 0 1-2 2H9l-5 4v-4a2 2 0 0 1-2-2V5a2 2 0 0 1 2-2Zm3 6.5a1.5 1.5 0 1 0 0 .01Zm5 0a1.5 1.5 0 1 0 0 .01Zm5 0a1.5 1.5 0 1 0 0 .01Z",
   close: "M6.4 5 12 10.6 17.6 5 19 6.4 13.4 12l5.6 5.6-1.4 1.4-5.6-5.6L6.4 19 5 17.6l5.6-5.6L5 6.4Z",
@@ -13,29 +13,17 @@ const ICONS = {
   thumb: "M2 21h4V9H2v12Zm20-11a2 2 0 0 0-2-2h-6.3l1-4.6v-.3c0-.4-.2-.8-.4-1.1L13.2 1 6.6 7.6C6.2 8 6 8.5 6 9v10a2 2 0 0 0 2 2h9c.8 0 1.5-.5 1.8-1.2l3-7.1.2-.7v-2Z",
   more: "M5 10a2 2 0 1 1 0 4 2 2 0 0 1 0-4Zm7 0a2 2 0 1 1 0 4 2 2 0 0 1 0-4Zm7 0a2 2 0 1 1 0 4 2 2 0 0 1 0-4Z",
 };
+const icon = (name) => svgIcon(ICONS[name]);
 
-function h(tag, props = {}, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(props)) {
-    if (v == null || v === false) continue;
-    if (k === "class") el.className = v;
-    else if (k === "text") el.textContent = v;
-    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
-    else el.setAttribute(k, v === true ? "" : v);
-  }
-  el.append(...children.filter(Boolean));
-  return el;
-}
-
-function icon(name) {
-  const svg = document.createElementNS(SVG, "svg");
-  svg.setAttribute("viewBox", "0 0 24 24");
-  svg.setAttribute("aria-hidden", "true");
-  svg.setAttribute("focusable", "false");
-  const path = document.createElementNS(SVG, "path");
-  path.setAttribute("d", ICONS[name]);
-  svg.append(path);
-  return svg;
+/** Where a key moves focus in a menu of `count` items from item `index` (-1: none):
+ * arrows wrap around, Home and End go to the ends; null for any other key. */
+export function menuTarget(key, index, count) {
+  if (!count) return null;
+  if (key === "ArrowDown") return (index + 1) % count;
+  if (key === "ArrowUp") return index <= 0 ? count - 1 : index - 1;
+  if (key === "Home") return 0;
+  if (key === "End") return count - 1;
+  return null;
 }
 
 function styleSheet(root) {
@@ -83,18 +71,21 @@ export class View {
       class: "icon", type: "button", "aria-label": t("options"), "aria-haspopup": "menu",
       "aria-expanded": "false", "aria-controls": `${id}-menu`, onclick: () => this.toggleMenu(),
     }, icon("more"));
-    this.newItem = h("button", { type: "button", role: "menuitem", text: t("newConversation"),
-      onclick: () => { this.toggleMenu(false); on.newConversation(); } });
+    const item = (text, fn) => h("button", { type: "button", role: "menuitem", tabindex: "-1", text,
+      onclick: () => { this.toggleMenu(false); fn(); } });
+    this.menuItems = [item(t("newConversation"), () => on.newConversation()), item(t("person"), () => on.person())];
     this.menu = h("ul", { class: "menu", role: "menu", id: `${id}-menu`, "aria-label": t("options"), hidden: true },
-      h("li", { role: "none" }, this.newItem),
-      h("li", { role: "none" }, h("button", { type: "button", role: "menuitem", text: t("person"),
-        onclick: () => { this.toggleMenu(false); on.person(); } })));
+      ...this.menuItems.map((b) => h("li", { role: "none" }, b)));
     this.closeButton = h("button", { class: "icon", type: "button", "aria-label": t("close"),
       onclick: () => on.close() }, icon("close"));
 
     this.log = h("div", { class: "log", role: "region", "aria-label": t("conversation"), tabindex: "0" });
     this.status = h("div", { class: "status", role: "status" });
     this.alert = h("div", { class: "alert", role: "alert" });
+    // The hand-over's notice (waiting, joined, away): calm, read out politely, not an error.
+    this.notice = h("div", { class: "notice", "aria-live": "polite" });
+    this.personButton = h("button", { class: "btn secondary person", type: "button", text: t("person"), hidden: true,
+      onclick: () => on.person() });
     this.live = h("div", { class: "sr", "aria-live": "polite" });
 
     this.input = h("textarea", { rows: "1", "aria-label": t("message"), placeholder: t("placeholder"),
@@ -115,7 +106,7 @@ export class View {
     this.panel = h("section", { class: "panel", id: `${id}-panel`, role: "dialog",
       "aria-labelledby": `${id}-title`, hidden: true },
     h("header", {}, this.title, this.menuButton, this.closeButton, this.menu),
-    this.log, this.status, this.alert, form, this.live);
+    this.log, this.status, this.notice, this.alert, h("div", { class: "bar" }, this.personButton), form, this.live);
     this.panel.addEventListener("keydown", (e) => {
       if (e.key !== "Escape") return;
       e.stopPropagation();
@@ -135,11 +126,13 @@ export class View {
         this.toggleMenu(false);
       }
     });
+    // The menu pattern of WAI-ARIA: arrows move between the items, Home and End to the ends.
     this.menu.addEventListener("keydown", (e) => {
-      if (e.key === "ArrowDown" || e.key === "ArrowUp" || e.key === "Home" || e.key === "End") {
-        e.preventDefault();
-        this.newItem.focus(); // one item
-      }
+      const items = this.menuItems.filter((b) => !b.parentNode.hidden);
+      const next = menuTarget(e.key, items.indexOf(this.shadow.activeElement), items.length);
+      if (next === null) return;
+      e.preventDefault();
+      items[next].focus();
     });
 
     this.root = h("div", { class: "root" }, this.launcher, this.unreadText, this.panel);
@@ -174,7 +167,7 @@ export class View {
   toggleMenu(open = this.menu.hidden) {
     this.menu.hidden = !open;
     this.menuButton.setAttribute("aria-expanded", String(open));
-    if (open) this.newItem.focus();
+    if (open) this.menuItems[0].focus();
   }
 
   setUnread(n) {
@@ -213,6 +206,7 @@ export class View {
     // A reply with no text yet is the typing indicator's, not an empty bubble.
     el.hidden = !m.text && writing(m);
     el.classList.toggle("failed", m.status === "failed");
+    if (m.finish === "length" && m.status === "done") el.append(h("span", { class: "note cut", text: this.t("cutOff") }));
     if (m.status === "failed" || m.status === "cancelled") {
       el.append(h("span", { class: "note", text: this.t(m.status === "failed" ? "replyFailed" : "stopped") }));
     }
@@ -264,17 +258,6 @@ export class View {
     return f;
   }
 
-  /** The offline form, at the end of the log; `send(email, text)` on submit. */
-  offlineForm(send) {
-    const t = this.t, req = { required: true }, email = h("input", { type: "email", placeholder: t("email"), "aria-label": t("email"), ...req }),
-      text = h("textarea", { "aria-label": t("message"), ...req });
-    const f = h("form", { class: "msg offline", onsubmit: (e) => { e.preventDefault(); send(email.value, text.value); } },
-      t("offlineAsk"), email, text, h("button", { text: t("send") }));
-    this.log.append(f);
-    this.scrollToEnd();
-    return f;
-  }
-
   /** The typing indicator: "queued", "typing", or null to hide it. */
   setStatus(state, vars) {
     if (!state) {
@@ -284,6 +267,14 @@ export class View {
     const dots = h("span", { class: "dots", "aria-hidden": "true" }, h("span"), h("span"), h("span"));
     this.status.replaceChildren(dots, h("span", { text: this.t(state, vars) }));
   }
+
+  /** The hand-over's notice; `kind` ("waiting", "joined", "closed") styles it. */
+  setNotice(text, kind = "") {
+    if ((this.notice.textContent || "") !== (text || "")) this.notice.textContent = text || "";
+    this.notice.dataset.kind = kind;
+  }
+
+  setPersonButton(shown) { this.personButton.hidden = !shown; }
 
   setAlert(text) {
     if ((this.alert.textContent || "") !== (text || "")) this.alert.textContent = text || "";

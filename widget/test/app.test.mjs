@@ -1,0 +1,118 @@
+// The App with its real modules over the DOM stand-in and a WebSocket the test drives:
+// the hand-over's frames as docs/protocol.md has them.
+import assert from "node:assert/strict";
+import { beforeEach, test } from "node:test";
+
+import { installDom, memoryStorage } from "./dom.mjs";
+
+class FakeSocket {
+  static OPEN = 1;
+  static all = [];
+  constructor(url) { this.url = new URL(url); this.readyState = 0; this.sent = []; FakeSocket.all.push(this); }
+  send(data) { this.sent.push(JSON.parse(data)); }
+  close() { this.readyState = 3; }
+  open() { this.readyState = 1; this.onopen(); }
+  frame(f) { this.onmessage({ data: JSON.stringify(f) }); }
+}
+
+Object.assign(globalThis, {
+  WebSocket: FakeSocket, addEventListener: () => {}, location: new URL("https://shop.example/page"),
+});
+installDom();
+const { App } = await import("../src/app/app.js");
+
+let app, sock;
+async function boot(config = {}, settings = {}) {
+  installDom();
+  globalThis.localStorage = memoryStorage();
+  globalThis.sessionStorage = memoryStorage();
+  FakeSocket.all = [];
+  app = new App({ key: "pk_test_app_module_", base: "https://tandem.test",
+    config: Promise.resolve({ status: 200, body: { agents: true, ...config } }) }, settings);
+  await new Promise((r) => setTimeout(r, 0));
+  app.open();
+  sock = FakeSocket.all[0];
+  sock.open();
+}
+const log = () => app.view.log;
+const offlineEl = () => log().querySelector(".offline");
+
+beforeEach(() => boot());
+
+test("the socket says the visitor's language and the person button shows for a tenant with agents", async () => {
+  await boot({ i18n: { locale: "de", strings: { person: "Mit einer Person sprechen" } } });
+  assert.equal(sock.url.searchParams.get("locale"), "de");
+  assert.ok(!app.view.personButton.hidden);
+  assert.equal(app.view.personButton.textContent, "Mit einer Person sprechen");
+  assert.equal(app.view.host.getAttribute("lang"), "de");
+  await boot({ agents: false });
+  assert.ok(app.view.personButton.hidden);
+});
+
+test("asking for a person with nobody online shows the offline form, not a waiting promise", () => {
+  app.view.personButton.click();
+  assert.deepEqual(sock.sent.at(-1), { type: "handoff", conversation: null });
+  sock.frame({ type: "conversation", id: "c1" });
+  sock.frame({ type: "handoff", conversation: "c1", state: "pending_human", agent: "", offline: true });
+  assert.ok(offlineEl());
+  assert.equal(log().children.at(-1), offlineEl()); // at the end of the conversation
+  assert.equal(app.view.notice.textContent, "");
+  assert.ok(app.view.personButton.hidden);
+});
+
+test("the offline form survives the transcript's re-render (the history after a reconnect)", () => {
+  sock.frame({ type: "conversation", id: "c1" });
+  app.conversationId = "c1";
+  sock.frame({ type: "handoff", conversation: "c1", state: "pending_human", offline: true });
+  const form = offlineEl();
+  form.querySelector("input").value = "ann@example.test";
+  sock.frame({ type: "history", conversation: "c1", handoff: "pending_human", offline: true,
+    messages: [{ id: "u1", role: "user", text: "talk to a human", status: "done" }] });
+  assert.equal(offlineEl(), form);
+  assert.equal(offlineEl().querySelector("input").value, "ann@example.test");
+  assert.equal(log().children.at(-1), form);
+});
+
+test("out of hours the notice says when the team is back, calmly, and the form is there", () => {
+  app.conversationId = "c1";
+  sock.frame({ type: "handoff", conversation: "c1", state: "pending_human", offline: true, closed: true,
+    back_at: "2030-01-07T09:00:00+01:00" });
+  assert.match(app.view.notice.textContent, /^Our team is away\. We are back on .+\.$/);
+  assert.equal(app.view.notice.dataset.kind, "closed");
+  assert.equal(app.view.alert.textContent, "");
+  assert.ok(offlineEl());
+});
+
+test("what the visitor sent replaces the form once the server has it", () => {
+  app.conversationId = "c1";
+  sock.frame({ type: "handoff", conversation: "c1", state: "pending_human", offline: true });
+  const [email, text] = offlineEl().querySelectorAll("input, textarea");
+  email.value = "ann@example.test";
+  text.value = "Call me back";
+  offlineEl().querySelector("button").click();
+  assert.deepEqual(sock.sent.at(-1), { type: "offline", conversation: "c1", email: "ann@example.test", text: "Call me back" });
+  sock.frame({ type: "offline_received", conversation: "c1" });
+  assert.equal(offlineEl().tagName, "DIV");
+  assert.match(offlineEl().textContent, /Call me back/);
+});
+
+test("waiting with someone online says so; a person joining replaces it", () => {
+  app.conversationId = "c1";
+  sock.frame({ type: "handoff", conversation: "c1", state: "pending_human" });
+  assert.equal(app.view.notice.textContent, "Waiting for a person from the team…");
+  assert.equal(offlineEl(), null);
+  sock.frame({ type: "handoff", conversation: "c1", state: "human", agent: "Maya" });
+  assert.equal(app.view.notice.textContent, "Maya joined the conversation.");
+});
+
+test("a reply that ends at its token budget is marked as cut short", () => {
+  app.view.input.value = "Tell me everything";
+  app.send();
+  sock.frame({ type: "conversation", id: "c1" });
+  sock.frame({ type: "start", message: "r1" });
+  sock.frame({ type: "token", message: "r1", index: 0, text: "Well" });
+  sock.frame({ type: "end", message: "r1", finish_reason: "length" });
+  const reply = app.byId.get("r1");
+  assert.equal(reply.finish, "length");
+  assert.ok(reply.el.querySelector(".cut"));
+});
