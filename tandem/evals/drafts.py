@@ -22,6 +22,9 @@ from .models import AssistantDraft
 FIELDS = ("system_prompt", "knowledge_enabled", "top_k", "min_score", "mode", "temperature", "frequency_penalty",
           "max_tokens")
 SAMPLING = ("temperature", "frequency_penalty", "max_tokens")
+LABELS = {"system_prompt": "System prompt", "knowledge_enabled": "Retrieval on", "top_k": "Passages per message",
+          "min_score": "Minimum score", "mode": "Retrieval mode", "temperature": "Temperature",
+          "frequency_penalty": "Frequency penalty", "max_tokens": "Max reply tokens"}
 
 
 class DraftError(ValueError):

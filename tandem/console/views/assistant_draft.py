@@ -19,7 +19,8 @@ def _page(request, access, form, *, status=200):
     draft = drafts.draft_get(tenant=access.tenant)
     return render_page(request, "console/evals/draft.html",
                        {"form": form if access.can_manage else None, "draft": draft,
-                        "changes": drafts.draft_changes(draft) if draft else {}},
+                        "changes": [(drafts.LABELS[name], was, now) for name, (was, now)
+                                    in (drafts.draft_changes(draft) if draft else {}).items()]},
                        access=access, nav="assistant", status=status)
 
 
