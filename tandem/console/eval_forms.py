@@ -12,7 +12,6 @@ from tenants.access import access_list
 from .forms import Form
 
 HANDOVER_CHOICES = [("", "Not checked"), ("yes", "Should hand over"), ("no", "Should not hand over")]
-MAX_ARTICLES = 500  # in the expected-article list, newest first
 
 
 def _lines(text: str) -> list[str]:
@@ -40,7 +39,9 @@ class CaseForm(Form):
 
     def __init__(self, *args, tenant, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["expect_article"].queryset = access_list(Article, tenant=tenant).order_by("title")[:MAX_ARTICLES]
+        # Not sliced: the field validates a choice with a query of its own on this queryset.
+        self.fields["expect_article"].queryset = access_list(Article, tenant=tenant).defer("body", "text").order_by(
+            "title")
 
     @classmethod
     def initial_for(cls, case) -> dict:

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from .events import event_emit
 
+# The evaluation harness's and the console's trial conversations (tandem.evals.ask): tests
+# of the assistant, not the tenant's customers, so their replies are no events.
+EVAL_VISITOR = "eval:"
+
 
 def _agent(user) -> dict | None:
     if user is None:
@@ -41,14 +45,15 @@ def reply_ended(*, request_id: str) -> None:
     from tandem.chat.models import Message
 
     message = Message.objects.select_related("conversation").filter(pk=request_id).first()
-    if message is not None:
+    if message is not None and not message.conversation.visitor_id.startswith(EVAL_VISITOR):
         message_created(message, tenant_id=message.conversation.tenant_id)
 
 
 def reply_failed(*, request_id: str, code: str) -> None:
     from tandem.chat.models import Message
 
-    row = Message.objects.filter(pk=request_id).values_list("conversation_id", "conversation__tenant_id").first()
+    row = (Message.objects.filter(pk=request_id).exclude(conversation__visitor_id__startswith=EVAL_VISITOR)
+           .values_list("conversation_id", "conversation__tenant_id").first())
     if row is not None:
         event_emit(tenant_id=row[1], type="reply.failed", data={
             "message": str(request_id), "conversation": str(row[0]), "code": code})

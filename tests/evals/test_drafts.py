@@ -2,7 +2,8 @@
 settings, a request made with it carries its prompt, retrieval and sampling in its spec
 (read on the server, the live settings untouched), publishing is one audited change by
 a person, and another tenant's draft is not found. Also: an evaluation conversation's
-hand-over stays on the reply (nobody is called), and a step of a run acts once."""
+hand-over stays on the reply (nobody is called) and its reply is no webhook event, and a
+step of a run acts once."""
 
 from __future__ import annotations
 
@@ -114,6 +115,24 @@ def test_an_evaluation_conversation_hands_over_on_the_reply_alone():
     conversation.refresh_from_db()
     reply.refresh_from_db()
     assert conversation.handoff == "bot" and (reply.finish_reason, reply.content) == ("handover", "A person will answer.")
+
+
+def test_an_evaluation_reply_is_no_webhook_event_and_a_visitors_is():
+    from tandem.webhooks import chat_events
+    from tandem.webhooks import services as webhooks
+    from tandem.webhooks.models import Event
+
+    tenant = make_tenant().tenant
+    webhooks.endpoint_create(tenant=tenant, url="https://hooks.example.com/", events=["message.created",
+                                                                                     "reply.failed"])
+    replies = {}
+    for visitor in ("eval:3", "v-1"):
+        conversation = Conversation.objects.create(tenant=tenant, channel="api", visitor_id=visitor)
+        replies[visitor] = Message.objects.create(conversation=conversation, role="assistant", content="Hi.")
+        chat_events.reply_ended(request_id=str(replies[visitor].pk))
+        chat_events.reply_failed(request_id=str(replies[visitor].pk), code="stalled")
+    assert sorted(Event.objects.values_list("type", flat=True)) == ["message.created", "reply.failed"]
+    assert all(str(replies["v-1"].pk) in body for body in Event.objects.values_list("body", flat=True))
 
 
 def test_a_step_of_a_run_acts_only_once():
