@@ -185,17 +185,24 @@ def agent_attachment_send(*, conversation: Conversation, agent, upload, text=Non
 
 
 def attachments_erase(queryset) -> int:
-    """Delete these attachments' files, then their rows; how many. A file already gone
-    from the storage is no error (a purge that ran twice)."""
-    storage = attachment_storage()
+    """Delete these attachments' rows, and their files once that commits (a deletion
+    rolled back keeps its files); how many. A file already gone from the storage is no
+    error (a purge that ran twice)."""
     rows = list(queryset.values_list("pk", "path"))
-    for _, path in rows:
+    Attachment.objects.filter(pk__in=[pk for pk, _ in rows]).delete()
+    paths = [path for _, path in rows]
+    if paths:
+        transaction.on_commit(lambda: _files_delete(paths))
+    return len(rows)
+
+
+def _files_delete(paths: list[str]) -> None:
+    storage = attachment_storage()
+    for path in paths:
         try:
             storage.delete(path)
-        except Exception:  # the row still goes; the file is logged for the operator
+        except Exception:  # the row is gone; the file is logged for the operator
             log.exception("deleting attachment file %s failed", path)
-    Attachment.objects.filter(pk__in=[pk for pk, _ in rows]).delete()
-    return len(rows)
 
 
 def pending_uploads_purge(*, older_than) -> int:

@@ -142,13 +142,15 @@ def test_another_tenants_or_no_contact_is_a_404_like_a_missing_one(client, peopl
     assert Conversation.objects.filter(tenant=acme.tenant).count() == 3
 
 
-def test_the_retention_purge_deletes_only_idle_conversations_once_and_audits_it(people, attachment_dir):
+def test_the_retention_purge_deletes_only_idle_conversations_once_and_audits_it(people, attachment_dir,
+                                                                               django_capture_on_commit_callbacks):
     acme, other, first, second, bob, namesake = people
     owner = user()
     services.retention_set(tenant=acme.tenant, days=30, actor=audit.Actor.console(owner))
     long_ago = timezone.now() - timedelta(days=31)
     Conversation.objects.filter(pk__in=[first.pk, namesake.pk]).update(updated_at=long_ago)  # other: no period
-    assert services.retention_purge() == {"acme-privacy": 1}
+    with django_capture_on_commit_callbacks(execute=True):  # files go once the deletion commits
+        assert services.retention_purge() == {"acme-privacy": 1}
     assert set(Conversation.objects.values_list("pk", flat=True)) == {second.pk, bob.pk, namesake.pk}
     assert Attachment.objects.count() == 0 and not [p for p in attachment_dir.rglob("*") if p.is_file()]
     assert services.retention_purge() == {"acme-privacy": 0}  # idempotent: nothing more
