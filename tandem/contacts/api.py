@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
 from django.http import JsonResponse
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 
 from tandem.api.base import AsyncAPIView
@@ -49,6 +49,14 @@ class ContactSerializer(serializers.Serializer):
     conversations = serializers.IntegerField()
     names = serializers.ListField(child=serializers.CharField())
     emails = serializers.ListField(child=serializers.CharField())
+
+
+class ContactExportSerializer(serializers.Serializer):
+    format = serializers.CharField()
+    exported_at = serializers.DateTimeField()
+    tenant = serializers.CharField()
+    contact = serializers.DictField()
+    conversations = serializers.ListField(child=serializers.DictField())
 
 
 class ContactDeletedSerializer(serializers.Serializer):
@@ -99,9 +107,9 @@ class ContactDetailView(AsyncAPIView):
 
 
 class ContactExportView(AsyncAPIView):
-    @extend_schema(operation_id="exportContact", tags=TAGS, responses={
-        200: OpenApiResponse(description="The contact's data (format tandem.contact_export.v1, docs/privacy.md)."),
-        **ERRORS})
+    @extend_schema(operation_id="exportContact", tags=TAGS, responses={200: ContactExportSerializer, **ERRORS},
+                   description="The contact's data (format tandem.contact_export.v1, docs/privacy.md); "
+                               "attachments carry their bytes in base64. Audited.")
     def get(self, request, contact_id):
         raise NotImplementedError
 
