@@ -199,12 +199,14 @@ def message_event(msg: Message) -> dict:
 
 def hold_if_with_person(*, conversation: Conversation, text: str) -> None:
     """Called for a visitor's message before any admission: when a person owns the
-    conversation (or it waits for one), store the message for them and raise
-    HeldForPerson; after `resolved`, give the conversation back to the bot."""
+    conversation (or it waits for one, in business hours), store the message for them
+    and raise HeldForPerson; after `resolved`, give the conversation back to the bot."""
     if conversation.handoff == H.RESOLVED:
         _move(conversation, H.BOT)
     if not conversation.with_person:
         return
+    if conversation.handoff == H.PENDING_HUMAN and assignment.unreachable(tenant_id=conversation.tenant_id).get("closed"):
+        return  # out of business hours nobody reads it before morning: the assistant keeps answering
     with transaction.atomic():
         msg = Message.objects.create(conversation=conversation, role=Message.Role.USER, content=text)
         Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())

@@ -4,12 +4,13 @@ origins, and how a site owner edits them in the admin."""
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
 
 from tandem.chat.widget import contrast_ratio, text_color_on
 from tenants import keys
-from tenants.models import Tenant
+from tenants.models import Membership, Tenant
 from tests.factories import UserFactory, make_tenant
 
 pytestmark = pytest.mark.django_db
@@ -27,11 +28,15 @@ def test_an_allowed_origin_gets_the_tenants_widget_settings_with_cors(client):
         widget_position="left", widget_locale="fr", identity_verification=True, identity_secret="s3cret")
     response = _config(client, created.widget_key.plaintext, Origin=SITE)
     assert response.status_code == 200
-    assert response.json() == {
+    body = response.json()
+    assert {k: body[k] for k in ("title", "color", "text_color", "greeting", "placeholder", "position", "locale",
+                                 "identity_verification", "csat_idle_minutes", "agents")} == {
         "title": "Help", "color": "#ffd400", "text_color": "#000000", "greeting": "Hej!",
         "placeholder": "Ask away", "position": "left", "locale": "fr", "identity_verification": True,
-        "csat_idle_minutes": 10.0,
+        "csat_idle_minutes": 10.0, "agents": False,
     }
+    # The tenant's language, with its strings (the bundle carries English only).
+    assert body["i18n"]["locale"] == "fr" and body["i18n"]["strings"]["send"] == "Envoyer"
     assert b"s3cret" not in response.content
     assert response["Access-Control-Allow-Origin"] == SITE
     assert response["Vary"] == "Origin"
@@ -128,3 +133,42 @@ def test_site_owners_edit_the_widget_and_turn_on_identity_verification_in_the_ad
 
     response = client.post(url, {**form, "widget_color": "blue", **inlines})
     assert response.status_code == 200 and b"A colour as #rrggbb." in response.content
+
+
+def _i18n(client, key, **params):
+    return client.get("/widget/config", {"key": key, **params}, headers={"Origin": SITE}).json()["i18n"]
+
+
+def test_the_widget_speaks_the_pages_locale_then_the_tenants_then_the_browsers(client):
+    created = make_tenant(origins=[SITE])
+    key = created.widget_key.plaintext
+    assert _i18n(client, key) == {"locale": "en"}  # English is in the bundle
+    assert _i18n(client, key, langs="de-AT,fr")["locale"] == "de"
+    assert _i18n(client, key, langs="ja,es-419")["locale"] == "es"
+    assert _i18n(client, key, locale="fr", langs="de")["locale"] == "fr"
+    assert _i18n(client, key, langs="ja,zh") == {"locale": "en"}
+    Tenant.objects.filter(pk=created.tenant.pk).update(widget_locale="es")
+    assert _i18n(client, key, langs="de")["locale"] == "es"  # the tenant's choice before the browser's
+    german = _i18n(client, key, locale="de-CH")
+    assert german["locale"] == "de" and german["strings"]["person"] == "Mit einer Person sprechen"
+
+
+def test_every_language_the_server_offers_has_every_string_of_the_bundles_english():
+    from pathlib import Path
+
+    from tandem.chat.widget import catalogues
+
+    english = json.loads((Path(__file__).resolve().parents[2] / "widget/src/i18n/en.json").read_text())
+    assert {"fr", "de", "es"} <= set(catalogues())
+    for lang, strings in catalogues().items():
+        assert set(strings) == set(english), lang
+
+
+def test_the_person_button_shows_for_a_tenant_with_people_who_answer(client):
+    created = make_tenant(origins=[SITE])
+    key = created.widget_key.plaintext
+    assert _config(client, key, Origin=SITE).json()["agents"] is False
+    Membership.objects.create(user=UserFactory(), tenant=created.tenant, role=Membership.Role.VIEWER)
+    assert _config(client, key, Origin=SITE).json()["agents"] is False  # a viewer answers nobody
+    Membership.objects.create(user=UserFactory(), tenant=created.tenant, role=Membership.Role.AGENT)
+    assert _config(client, key, Origin=SITE).json()["agents"] is True
