@@ -71,7 +71,7 @@ def _erase_batch(tenant, ids: list[str]) -> Erased:
         quoted = Q()
         for c in cids:
             quoted |= Q(body__contains=c)
-        events = Event.objects.filter(quoted, tenant=tenant).delete()[0] if cids else 0
+        events = Event.objects.filter(quoted, tenant=tenant).delete()[1].get("webhooks.Event", 0) if cids else 0
         _, per_model = Conversation.objects.filter(pk__in=convs).delete()
         transaction.on_commit(lambda: _redis_forget(cids, mids))
     return Erased(conversations=len(convs), messages=per_model.get("chat.Message", 0), attachments=files,

@@ -49,7 +49,7 @@ def contact_detail(request, access, conv):
 
 def _page(request, access, conv, contact, convs, form, status=200):
     rows = list(convs.order_by("-updated_at"))
-    counts = {"messages": sum(c.messages.count() for c in rows)}
+    counts = {"message_count": sum(c.messages.count() for c in rows)}
     return render_page(request, "contacts/contact.html",
                        {"conversation": conv, "contact": contact, "conversations": rows, "form": form,
                         "names": sorted({c.user_name for c in rows if c.user_name}),
