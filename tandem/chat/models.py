@@ -31,6 +31,10 @@ class Conversation(models.Model):
     user_verified = models.BooleanField(default=False)
     user_name = models.CharField(max_length=200, blank=True, default="")
     user_email = models.CharField(max_length=254, blank=True, default="")
+    # Where and with what the visitor started it, as their widget socket said when it
+    # connected (tandem.chat.visitors): the inbox's side panel shows them.
+    page_url = models.CharField(max_length=2000, blank=True, default="")
+    user_agent = models.CharField(max_length=400, blank=True, default="")
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.OPEN)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

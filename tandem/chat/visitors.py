@@ -17,7 +17,8 @@ messages without it, nothing here is stored for a claim that does not verify."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from django.core import signing
 from django.db.models import QuerySet
@@ -26,6 +27,7 @@ from tenants.models import Tenant
 from tenants.services import identity_verified
 
 MAX_ID, MAX_NAME, MAX_EMAIL = 128, 200, 254
+MAX_PAGE_URL, MAX_USER_AGENT = 2000, 400
 
 
 class IdentityRefused(Exception):
@@ -44,6 +46,10 @@ class Visitor:
     name: str = ""
     email: str = ""
     verified: bool = False
+    # Where the socket's page is and what browser it runs in, as the page said: shown to
+    # agents (the inbox's side panel), never part of who the visitor is.
+    page_url: str = field(default="", compare=False)
+    user_agent: str = field(default="", compare=False)
 
     def owns(self, conversations: QuerySet) -> QuerySet:
         """`conversations` (a Conversation or Message queryset) narrowed to this visitor's:
@@ -65,7 +71,8 @@ class Visitor:
     def conversation_fields(self) -> dict:
         """What a new conversation of this visitor records about them."""
         return {"visitor_id": self.visitor_id, "user_id": self.user_id, "user_verified": self.verified,
-                "user_name": self.name, "user_email": self.email}
+                "user_name": self.name, "user_email": self.email, "page_url": self.page_url,
+                "user_agent": self.user_agent}
 
 
 def _signer(tenant: Tenant) -> signing.Signer:
@@ -91,26 +98,39 @@ def visitor_token_read(*, tenant: Tenant, token: str) -> str | None:
         return None
 
 
+def page_context(*, page_url: str = "", user_agent: str = "") -> dict:
+    """The page a socket says it is on (an http(s) URL, else nothing: it becomes a link
+    in the console) and its browser's User-Agent, cut to their columns."""
+    page_url = (page_url or "").strip()
+    try:
+        ok = urlsplit(page_url).scheme in ("http", "https") and len(page_url) <= MAX_PAGE_URL
+    except ValueError:
+        ok = False
+    return {"page_url": page_url if ok else "", "user_agent": (user_agent or "")[:MAX_USER_AGENT]}
+
+
 def visitor_establish(*, tenant: Tenant, visitor_id: str = "", user_id: str = "", user_hash: str = "",
-                      name: str = "", email: str = "") -> Visitor:
+                      name: str = "", email: str = "", page_url: str = "", user_agent: str = "") -> Visitor:
     """The visitor a socket speaks for, from what its page sent; raises IdentityRefused
     when the tenant verifies identities and the claimed user's hash is wrong or missing.
     Inputs longer than the columns are cut (the id before it is checked: a tenant's user
     ids are short)."""
     visitor_id, user_id = (visitor_id or "")[:MAX_ID], (user_id or "")[:MAX_ID]
     name, email = (name or "")[:MAX_NAME], (email or "")[:MAX_EMAIL]
+    where = page_context(page_url=page_url, user_agent=user_agent)
     if not user_id:
-        return Visitor(visitor_id=visitor_id)
+        return Visitor(visitor_id=visitor_id, **where)
     verified = False
     if tenant.identity_verification:
         if not identity_verified(tenant=tenant, user_id=user_id, user_hash=user_hash or ""):
             raise IdentityRefused()
         verified = True
     return Visitor(visitor_id=visitor_id, user_id=user_id, user_hash=user_hash or "", name=name,
-                   email=email, verified=verified)
+                   email=email, verified=verified, **where)
 
 
 def visitor_recheck(*, tenant: Tenant, visitor: Visitor) -> Visitor:
     """The same claim checked again against the tenant as it is now (for every message)."""
     return visitor_establish(tenant=tenant, visitor_id=visitor.visitor_id, user_id=visitor.user_id,
-                             user_hash=visitor.user_hash, name=visitor.name, email=visitor.email)
+                             user_hash=visitor.user_hash, name=visitor.name, email=visitor.email,
+                             page_url=visitor.page_url, user_agent=visitor.user_agent)
