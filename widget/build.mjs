@@ -46,14 +46,14 @@ for (const name of readdirSync(OUT)) {
 writeFileSync(new URL(appName, OUT), appCode);
 writeFileSync(new URL("widget.js", OUT), loaderCode);
 
-// The other languages' strings, which the server sends with the widget's configuration
-// (tandem/chat/widget.py): the bundle carries English only. Every catalogue has
-// exactly English's keys.
+// Every language's strings, which the server sends with the widget's configuration
+// (tandem/chat/widget.py): the bundle carries only a few English words, for when the
+// configuration cannot be fetched. Every catalogue has exactly English's keys.
 const I18N = new URL("src/i18n/", import.meta.url);
 const read = (name) => JSON.parse(readFileSync(new URL(name, I18N), "utf8"));
 const en = read("en.json");
 const catalogues = {};
-for (const name of readdirSync(I18N).filter((n) => n.endsWith(".json") && n !== "en.json").sort()) {
+for (const name of readdirSync(I18N).filter((n) => n.endsWith(".json")).sort()) {
   const strings = read(name);
   const missing = Object.keys(en).filter((k) => !(k in strings));
   const extra = Object.keys(strings).filter((k) => !(k in en));

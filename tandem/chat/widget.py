@@ -5,11 +5,12 @@ The page's `Origin` is checked as the websocket checks it. A refusal still names
 page's origin in Access-Control-Allow-Origin, so the widget can read why and say so in
 its panel; it carries nothing of the tenant.
 
-The widget's strings in the visitor's language come with the configuration (`i18n`):
-the bundle carries English only, the other catalogues are static/tandem/widget-i18n.json
-(built from widget/src/i18n/). The language is the first supported one of the page's
-TandemSettings.locale (`locale`), the tenant's widget locale, and the browser's
-languages (`langs`, comma-separated, best first)."""
+The widget's strings in the visitor's language come with the configuration (`i18n`),
+also with a refusal (so the panel can say why): the bundle carries no catalogue (only
+a few English words for when the configuration cannot be fetched at all); they are
+static/tandem/widget-i18n.json, built from widget/src/i18n/. The language is the first
+supported one of the page's TandemSettings.locale (`locale`), the tenant's widget
+locale, and the browser's languages (`langs`, comma-separated, best first)."""
 
 from __future__ import annotations
 
@@ -60,11 +61,13 @@ def text_color_on(background: str) -> str:
 
 @lru_cache(maxsize=1)
 def catalogues() -> dict[str, dict[str, str]]:
-    """{language: {string id: text}} of every language but English (in the bundle)."""
+    """{language: {string id: text}}, English included; every catalogue has every string
+    (the widget's build refuses one that does not)."""
     try:
         return json.loads(CATALOGUES.read_text(encoding="utf-8"))
     except FileNotFoundError:  # a checkout without the built file: visitors still get English
-        log.error("%s is missing: the widget speaks English only (build it: cd widget && npm run build)", CATALOGUES)
+        log.error("%s is missing: the widget has only its fallback English (build it: cd widget && npm run build)",
+                  CATALOGUES)
         return {}
 
 
@@ -73,14 +76,16 @@ def widget_language(wanted: list[str]) -> str:
     when none is."""
     for tag in wanted:
         lang = tag.strip().lower().replace("_", "-").split("-")[0] if isinstance(tag, str) else ""
-        if lang == "en" or lang in catalogues():
+        if lang in catalogues():
             return lang
     return "en"
 
 
-def widget_i18n(*, tenant: Tenant, locale: str = "", langs: str = "") -> dict:
-    lang = widget_language([locale, tenant.widget_locale, *langs.split(",")[:MAX_LANGS]])
-    return {"locale": lang, **({"strings": catalogues()[lang]} if lang != "en" else {})}
+def widget_i18n(*, tenant: Tenant | None, locale: str = "", langs: str = "") -> dict:
+    """{"locale", "strings"} for the page; a refusal (no tenant) goes by the page alone."""
+    lang = widget_language([locale, tenant.widget_locale if tenant else "", *langs.split(",")[:MAX_LANGS]])
+    strings = catalogues().get(lang)
+    return {"locale": lang, **({"strings": strings} if strings else {})}
 
 
 def widget_config(*, tenant: Tenant, locale: str = "", langs: str = "") -> dict:
@@ -110,8 +115,8 @@ def has_agents(*, tenant: Tenant) -> bool:
     return access_list(Membership, tenant=tenant).filter(role__in=INBOX_ROLES, user__is_active=True).exists()
 
 
-def _error(code: str, message: str) -> dict:
-    return {"error": {"code": code, "message": message}}
+def _error(code: str, message: str, i18n: dict) -> dict:
+    return {"error": {"code": code, "message": message}, "i18n": i18n}
 
 
 def page_origin(*, origin: str | None, fetch_site: str | None, own_origin: str) -> str | None:
@@ -127,11 +132,12 @@ def widget_config_answer(*, key: str, origin: str | None, locale: str = "", lang
     """The whole answer to a page asking for its widget's configuration."""
     cors = {"Access-Control-Allow-Origin": origin} if origin else {}
     headers = {**cors, "Vary": "Origin", "Cache-Control": f"public, max-age={CONFIG_MAX_AGE_S}"}
+    refusal_i18n = widget_i18n(tenant=None, locale=locale, langs=langs)
     try:
         api_key = api_key_authenticate(plaintext=key, kind=ApiKey.Kind.WIDGET)
     except AuthenticationFailed as exc:
-        return WidgetConfigAnswer(401, _error(exc.code, str(exc)), {**headers, "Cache-Control": "no-store"})
+        return WidgetConfigAnswer(401, _error(exc.code, str(exc), refusal_i18n), {**headers, "Cache-Control": "no-store"})
     if not origin_allowed(api_key=api_key, origin=origin):
-        return WidgetConfigAnswer(403, _error("origin_not_allowed", f"Origin {origin!r} is not allowed for this key."),
-                                  headers)
+        return WidgetConfigAnswer(403, _error("origin_not_allowed", f"Origin {origin!r} is not allowed for this key.",
+                                              refusal_i18n), headers)
     return WidgetConfigAnswer(200, widget_config(tenant=api_key.tenant, locale=locale, langs=langs), headers)

@@ -57,7 +57,7 @@ def test_a_visitor_rates_a_reply_with_named_buttons_and_scores_the_conversation_
         agent = UserFactory(first_name="Maya")
         Membership.objects.create(user=agent, tenant=tenant, role=Membership.Role.AGENT)
         responder.conversation_claim(conversation=conv, agent=agent)
-        expect(page.get_by_role("alert")).to_have_text("Maya joined the conversation.")
+        expect(page.locator("tandem-chat .notice")).to_have_text("Maya joined the conversation.")
         assert responder.conversation_resolve(conversation=conv)
         legend = page.get_by_role("group", name="How did we do?")
         expect(legend).to_be_visible(timeout=30_000)

@@ -53,17 +53,19 @@ def test_a_visitor_asks_for_a_person_an_agent_claims_and_replies_live_and_resolv
         widget.get_by_role("button", name="Open chat").click()
         widget.get_by_role("button", name="More options").click()
         widget.get_by_role("menuitem", name="Talk to a person").click()
-        expect(widget.get_by_role("alert")).to_have_text("Waiting for a person from the team…")
-        conv = Conversation.objects.get(tenant=tenant)
-        assert conv.handoff == "pending_human" and conv.handoff_reason == "button"
-
-        # Maya is signed in but away: the widget offers the offline form, which reaches the inbox.
+        # Maya is signed in but away: the widget offers the offline form, which reaches the
+        # inbox, and promises nobody (no "waiting" notice).
         form = widget.locator("tandem-chat form.offline")
         expect(form).to_contain_text("No one is online.")
+        expect(widget.locator("tandem-chat .notice")).to_have_text("")
+        conv = Conversation.objects.get(tenant=tenant)
+        assert conv.handoff == "pending_human" and conv.handoff_reason == "button"
         form.get_by_label("Your e-mail").fill("ann@example.test")
-        form.get_by_label("Message").fill("Call me back about order 42")
-        form.get_by_role("button", name="Send").click()
-        expect(form).to_have_text("Thanks! We will reply by e-mail.")
+        form.get_by_label("Your question for the team").fill("Call me back about order 42")
+        form.get_by_role("button", name="Send to the team").click()
+        sent = widget.locator("tandem-chat .offline")
+        expect(sent).to_contain_text("Thanks! We will reply by e-mail.")
+        expect(sent).to_contain_text("Call me back about order 42")
         console.reload()
         expect(console.get_by_role("table", name="Offline messages")).to_contain_text("Call me back about order 42")
         console.get_by_role("button", name="Go online").click()
@@ -74,7 +76,7 @@ def test_a_visitor_asks_for_a_person_an_agent_claims_and_replies_live_and_resolv
         expect(row).to_contain_text("waiting", timeout=2_000)
         row.get_by_role("link", name="Open").click()
         console.get_by_role("button", name="Claim").click()
-        expect(widget.get_by_role("alert")).to_have_text("Maya joined the conversation.")
+        expect(widget.locator("tandem-chat .notice")).to_have_text("Maya joined the conversation.")
 
         # Typing, both ways.
         console.get_by_role("textbox", name="Reply to").press_sequentially("Hi")
@@ -111,7 +113,7 @@ def test_a_visitor_asks_for_a_person_an_agent_claims_and_replies_live_and_resolv
         expect(console.locator("#transcript .msg.note")).to_be_visible()
         console.get_by_role("button", name="Resolve").click()
         expect(console.get_by_text("Resolved: the assistant answers")).to_be_visible()
-        expect(widget.locator("tandem-chat [role=alert]")).to_have_text("")
+        expect(widget.locator("tandem-chat .notice")).to_have_text("")
 
         box.fill("What are your opening hours?")
         widget.get_by_role("button", name="Send").click()

@@ -55,8 +55,12 @@ def test_an_origin_the_key_does_not_allow_is_refused_readably_and_without_the_te
     created = make_tenant(origins=[SITE])
     response = _config(client, created.widget_key.plaintext, Origin="https://evil.example")
     assert response.status_code == 403
-    assert response.json() == {"error": {"code": "origin_not_allowed",
-                                         "message": "Origin 'https://evil.example' is not allowed for this key."}}
+    body = response.json()
+    assert body["error"] == {"code": "origin_not_allowed",
+                             "message": "Origin 'https://evil.example' is not allowed for this key."}
+    # The words to say so with, in the page's language (nothing of the tenant's).
+    assert set(body) == {"error", "i18n"} and body["i18n"]["locale"] == "en"
+    assert "allowed origins" in body["i18n"]["strings"]["originNotAllowed"]
     # The page may read why (to say so in the panel); nothing of the tenant is in it.
     assert response["Access-Control-Allow-Origin"] == "https://evil.example"
     assert created.tenant.name.encode() not in response.content
@@ -142,24 +146,25 @@ def _i18n(client, key, **params):
 def test_the_widget_speaks_the_pages_locale_then_the_tenants_then_the_browsers(client):
     created = make_tenant(origins=[SITE])
     key = created.widget_key.plaintext
-    assert _i18n(client, key) == {"locale": "en"}  # English is in the bundle
+    english = _i18n(client, key)
+    assert english["locale"] == "en" and english["strings"]["send"] == "Send"
     assert _i18n(client, key, langs="de-AT,fr")["locale"] == "de"
     assert _i18n(client, key, langs="ja,es-419")["locale"] == "es"
     assert _i18n(client, key, locale="fr", langs="de")["locale"] == "fr"
-    assert _i18n(client, key, langs="ja,zh") == {"locale": "en"}
+    assert _i18n(client, key, langs="ja,zh")["locale"] == "en"
     Tenant.objects.filter(pk=created.tenant.pk).update(widget_locale="es")
     assert _i18n(client, key, langs="de")["locale"] == "es"  # the tenant's choice before the browser's
     german = _i18n(client, key, locale="de-CH")
     assert german["locale"] == "de" and german["strings"]["person"] == "Mit einer Person sprechen"
 
 
-def test_every_language_the_server_offers_has_every_string_of_the_bundles_english():
+def test_every_language_the_server_offers_has_every_string_of_english():
     from pathlib import Path
 
     from tandem.chat.widget import catalogues
 
     english = json.loads((Path(__file__).resolve().parents[2] / "widget/src/i18n/en.json").read_text())
-    assert {"fr", "de", "es"} <= set(catalogues())
+    assert {"en", "fr", "de", "es"} <= set(catalogues())
     for lang, strings in catalogues().items():
         assert set(strings) == set(english), lang
 
@@ -172,3 +177,13 @@ def test_the_person_button_shows_for_a_tenant_with_people_who_answer(client):
     assert _config(client, key, Origin=SITE).json()["agents"] is False  # a viewer answers nobody
     Membership.objects.create(user=UserFactory(), tenant=created.tenant, role=Membership.Role.AGENT)
     assert _config(client, key, Origin=SITE).json()["agents"] is True
+
+
+def test_a_refusal_speaks_the_pages_language_and_never_the_tenants(client):
+    created = make_tenant(origins=[SITE])
+    Tenant.objects.filter(pk=created.tenant.pk).update(widget_locale="de")
+    body = client.get("/widget/config", {"key": created.widget_key.plaintext, "langs": "fr-FR"},
+                      headers={"Origin": "https://evil.example"}).json()
+    assert body["i18n"]["locale"] == "fr"  # the browser's; the tenant's German is the tenant's
+    unknown = client.get("/widget/config", {"key": "pk_nope", "locale": "es"}, headers={"Origin": SITE}).json()
+    assert unknown["error"]["code"] == "invalid_api_key" and unknown["i18n"]["locale"] == "es"

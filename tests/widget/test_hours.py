@@ -147,7 +147,7 @@ def test_the_console_page_saves_the_schedule_and_audits_it(client, people):
     url = f"/console/t/{tenant.slug}/assistant/hours/"
     page = client.get(url)
     assert page.status_code == 200
-    assert b'<label for="id_day0_opens"' in page.content and b"Business hours are off" in page.content
+    assert b'for="id_day0_opens">Monday opens</label>' in page.content and b"Business hours are off" in page.content
     saved = client.post(url, _form())
     assert saved.status_code == 302
     row = selectors.hours_get(tenant=tenant)

@@ -31,11 +31,10 @@
 
   // The configuration is fetched while the widget's file loads, with the strings of the
   // visitor's language: the page's TandemSettings.locale, else the browser's languages.
-  var settings = w.TandemSettings || {}, nav = w.navigator;
-  var langs = (nav.languages && nav.languages.length ? nav.languages : [nav.language]).slice(0, 8).join(",");
-  var config = fetch(base + "/widget/config?key=" + encodeURIComponent(key) +
-      (typeof settings.locale === "string" ? "&locale=" + encodeURIComponent(settings.locale) : "") +
-      "&langs=" + encodeURIComponent(langs || ""), { credentials: "omit" })
+  var n = w.navigator, locale = (w.TandemSettings || {}).locale;
+  var config = fetch(base + "/widget/config?key=" + encodeURIComponent(key) + "&locale=" +
+      encodeURIComponent(locale || "") + "&langs=" +
+      encodeURIComponent((n.languages || [n.language]).join(",")), { credentials: "omit" })
     .then(function (r) { return r.json().then(function (body) { return { status: r.status, body: body }; }); })
     .catch(function () { return { status: 0, body: null }; });
   Object.defineProperty(api, "_boot", { value: { key: key, base: base, config: config }, configurable: true });

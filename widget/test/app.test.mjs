@@ -20,6 +20,7 @@ Object.assign(globalThis, {
 });
 installDom();
 const { App } = await import("../src/app/app.js");
+const { default: en } = await import("../src/i18n/en.json");
 
 let app, sock;
 async function boot(config = {}, settings = {}) {
@@ -28,7 +29,8 @@ async function boot(config = {}, settings = {}) {
   globalThis.sessionStorage = memoryStorage();
   FakeSocket.all = [];
   app = new App({ key: "pk_test_app_module_", base: "https://tandem.test",
-    config: Promise.resolve({ status: 200, body: { agents: true, ...config } }) }, settings);
+    config: Promise.resolve({ status: 200, body: { agents: true, i18n: { locale: "en", strings: en }, ...config } }) },
+  settings);
   await new Promise((r) => setTimeout(r, 0));
   app.open();
   sock = FakeSocket.all[0];
@@ -42,11 +44,11 @@ beforeEach(() => boot());
 test("the socket says the visitor's language and the person button shows for a tenant with agents", async () => {
   await boot({ i18n: { locale: "de", strings: { person: "Mit einer Person sprechen" } } });
   assert.equal(sock.url.searchParams.get("locale"), "de");
-  assert.ok(!app.view.personButton.hidden);
+  assert.ok(!app.view.personBar.hidden);
   assert.equal(app.view.personButton.textContent, "Mit einer Person sprechen");
   assert.equal(app.view.host.getAttribute("lang"), "de");
   await boot({ agents: false });
-  assert.ok(app.view.personButton.hidden);
+  assert.ok(app.view.personBar.hidden);
 });
 
 test("asking for a person with nobody online shows the offline form, not a waiting promise", () => {
@@ -57,7 +59,7 @@ test("asking for a person with nobody online shows the offline form, not a waiti
   assert.ok(offlineEl());
   assert.equal(log().children.at(-1), offlineEl()); // at the end of the conversation
   assert.equal(app.view.notice.textContent, "");
-  assert.ok(app.view.personButton.hidden);
+  assert.ok(app.view.personBar.hidden);
 });
 
 test("the offline form survives the transcript's re-render (the history after a reconnect)", () => {
@@ -115,4 +117,21 @@ test("a reply that ends at its token budget is marked as cut short", () => {
   const reply = app.byId.get("r1");
   assert.equal(reply.finish, "length");
   assert.ok(reply.el.querySelector(".cut"));
+});
+
+test("a widget whose configuration could not be fetched does not show", async () => {
+  installDom();
+  const warned = [];
+  const warn = console.warn;
+  console.warn = (...args) => warned.push(args.join(" "));
+  try {
+    const lost = new App({ key: "pk_test_app_module_", base: "https://tandem.test",
+      config: Promise.resolve({ status: 0, body: null }) }, {});
+    await new Promise((r) => setTimeout(r, 0));
+    assert.equal(lost.view, null);
+    assert.equal(document.body.children.length, 0);
+    assert.match(warned[0], /could not be fetched/);
+  } finally {
+    console.warn = warn;
+  }
 });

@@ -3,8 +3,9 @@ import { test } from "node:test";
 
 import { Handover, handoverNotice } from "../src/app/handover.js";
 import { translator } from "../src/app/i18n.js";
+import en from "../src/i18n/en.json";
 
-const t = translator();
+const t = translator(en);
 
 test("waiting for a person says so while someone can take it", () => {
   const n = handoverNotice({ state: "pending_human" }, t);

@@ -8,13 +8,14 @@ globalThis.localStorage = memoryStorage();
 const { OfflineForm } = await import("../src/app/offline.js");
 const { Store } = await import("../src/app/store.js");
 const { translator } = await import("../src/app/i18n.js");
+const { default: en } = await import("../src/i18n/en.json");
 
 let store, sent, form;
 beforeEach(() => {
   globalThis.localStorage = memoryStorage();
   store = new Store("pk_test_offline_form_");
   sent = [];
-  form = new OfflineForm({ t: translator(), store, send: (...args) => { sent.push(args); return true; } });
+  form = new OfflineForm({ t: translator(en), store, send: (...args) => { sent.push(args); return true; } });
 });
 
 const labelled = (el, name) => {
@@ -58,7 +59,7 @@ test("submitting sends once, and what was sent replaces the form, after a reload
   assert.notEqual(summary, el);
   assert.match(summary.textContent, /Thanks! We will reply by e-mail\./);
   assert.match(summary.textContent, /You sent from ann@example\.test:Call me back about order 42/);
-  const reloaded = new OfflineForm({ t: translator(), store: new Store("pk_test_offline_form_"), send: () => true });
+  const reloaded = new OfflineForm({ t: translator(en), store: new Store("pk_test_offline_form_"), send: () => true });
   assert.equal(reloaded.element("c1").querySelector("form"), null);
   assert.match(reloaded.element("c1").textContent, /Call me back about order 42/);
 });

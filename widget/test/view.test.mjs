@@ -6,6 +6,7 @@ import { installDom } from "./dom.mjs";
 installDom();
 const { View, menuTarget } = await import("../src/app/view.js");
 const { translator } = await import("../src/app/i18n.js");
+const { default: en } = await import("../src/i18n/en.json");
 
 let view, called;
 beforeEach(() => {
@@ -13,7 +14,7 @@ beforeEach(() => {
   called = [];
   const on = Object.fromEntries(["open", "close", "send", "stop", "newConversation", "rate", "person", "type"]
     .map((name) => [name, (...args) => called.push([name, ...args])]));
-  view = new View({ t: translator(), on });
+  view = new View({ t: translator(en), on });
   view.mount();
 });
 
@@ -48,9 +49,9 @@ test("the menu opens on its first item and the keys move focus between its items
 });
 
 test("'Talk to a person' is a visible button when asked for, and asks for a person", () => {
-  assert.ok(view.personButton.hidden);
+  assert.ok(view.personBar.hidden);
   view.setPersonButton(true);
-  assert.ok(!view.personButton.hidden);
+  assert.ok(!view.personBar.hidden);
   assert.equal(view.personButton.textContent, "Talk to a person");
   view.personButton.click();
   assert.deepEqual(called, [["person"]]);

@@ -140,8 +140,12 @@ export class App {
   // Set-up ------------------------------------------------------------------------------
 
   configure(answer) {
-    const cfg = answer.status === 200 && answer.body ? answer.body : {};
-    const { locale, strings } = catalogueOf(cfg.i18n);
+    if (!answer.body) { // Tandem could not be reached: a chat that cannot work is not shown
+      console.warn("Tandem: the chat widget's configuration could not be fetched; the widget is not shown.");
+      return;
+    }
+    const cfg = answer.status === 200 ? answer.body : {};
+    const { locale, strings } = catalogueOf(answer.body.i18n); // a refusal's too
     this.locale = locale;
     this.t = translator(strings);
     this.greeting = cfg.greeting || this.t("greeting");

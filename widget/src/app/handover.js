@@ -7,18 +7,13 @@
 /** What a `handoff` frame means for the visitor: {person, form, text, kind}. `when`
  * formats `back_at` for the visitor. */
 export function handoverNotice(f, t, when = (iso) => iso) {
-  const s = f.state;
-  const waiting = s === "pending_human";
-  const out = { person: waiting || s === "human", form: waiting && !!f.offline, text: "", kind: "" };
-  if (s === "human") {
-    Object.assign(out, { text: f.agent ? t("personJoined", { n: f.agent }) : t("personHere"), kind: "joined" });
-  } else if (waiting && f.offline && f.closed) {
-    const back = f.back_at ? when(f.back_at) : "";
-    Object.assign(out, { text: back ? t("closedBack", { n: back }) : t("closedNow"), kind: "closed" });
-  } else if (waiting && !f.offline) {
-    Object.assign(out, { text: t("waitingPerson"), kind: "waiting" });
-  } // waiting with nobody online: the form says so, no notice promises anyone
-  return out;
+  const waiting = f.state === "pending_human", back = f.back_at && when(f.back_at);
+  const [text, kind] = f.state === "human" ? [f.agent ? t("personJoined", { n: f.agent }) : t("personHere"), "joined"]
+    : !waiting ? ["", ""]
+      : !f.offline ? [t("waitingPerson"), "waiting"]
+        : f.closed ? [back ? t("closedBack", { n: back }) : t("closedNow"), "closed"]
+          : ["", ""]; // nobody online: the form says so, no notice promises anyone
+  return { person: waiting || f.state === "human", form: waiting && !!f.offline, text, kind };
 }
 
 export class Handover {

@@ -18,12 +18,8 @@ const icon = (name) => svgIcon(ICONS[name]);
 /** Where a key moves focus in a menu of `count` items from item `index` (-1: none):
  * arrows wrap around, Home and End go to the ends; null for any other key. */
 export function menuTarget(key, index, count) {
-  if (!count) return null;
-  if (key === "ArrowDown") return (index + 1) % count;
-  if (key === "ArrowUp") return index <= 0 ? count - 1 : index - 1;
-  if (key === "Home") return 0;
-  if (key === "End") return count - 1;
-  return null;
+  const to = { ArrowDown: index + 1, ArrowUp: Math.max(index, 0) - 1 + count, Home: 0, End: count - 1 }[key];
+  return count && to !== undefined ? to % count : null;
 }
 
 function styleSheet(root) {
@@ -84,7 +80,7 @@ export class View {
     this.alert = h("div", { class: "alert", role: "alert" });
     // The hand-over's notice (waiting, joined, away): calm, read out politely, not an error.
     this.notice = h("div", { class: "notice", "aria-live": "polite" });
-    this.personButton = h("button", { class: "btn secondary person", type: "button", text: t("person"), hidden: true,
+    this.personButton = h("button", { class: "btn secondary", type: "button", text: t("person"),
       onclick: () => on.person() });
     this.live = h("div", { class: "sr", "aria-live": "polite" });
 
@@ -106,7 +102,8 @@ export class View {
     this.panel = h("section", { class: "panel", id: `${id}-panel`, role: "dialog",
       "aria-labelledby": `${id}-title`, hidden: true },
     h("header", {}, this.title, this.menuButton, this.closeButton, this.menu),
-    this.log, this.status, this.notice, this.alert, h("div", { class: "bar" }, this.personButton), form, this.live);
+    this.log, this.status, this.notice, this.alert, this.personBar = h("div", { class: "bar", hidden: true },
+      this.personButton), form, this.live);
     this.panel.addEventListener("keydown", (e) => {
       if (e.key !== "Escape") return;
       e.stopPropagation();
@@ -274,7 +271,7 @@ export class View {
     this.notice.dataset.kind = kind;
   }
 
-  setPersonButton(shown) { this.personButton.hidden = !shown; }
+  setPersonButton(shown) { this.personBar.hidden = !shown; }
 
   setAlert(text) {
     if ((this.alert.textContent || "") !== (text || "")) this.alert.textContent = text || "";
