@@ -61,12 +61,15 @@ def web_services(count: int, *, host: str, port: int) -> list[Service]:
 
 def worker_services() -> list[Service]:
     """The CPU tier and one prefill and one decode worker on the shared pools; each model
-    worker gets its own core when there are two or more. Plus the CPU tier's webhooks
-    worker (its own queue: a slow receiver never holds up a chat's prompt)."""
+    worker gets its own core when there are two or more. Plus the CPU tier's webhooks and
+    actions workers (queues of their own: a slow receiver or tenant endpoint never holds
+    up a chat's prompt)."""
+    from tandem.actions.queue import worker_argv as actions_worker_argv
     from tandem.webhooks.queue import worker_argv as webhooks_worker_argv
 
     return [*(Service(name, argv, env) for name, argv, env in devstack_workers(_cores())),
-            Service("webhooks-worker", webhooks_worker_argv(concurrency=4), {"TANDEM_ROLE": "cpu"})]
+            Service("webhooks-worker", webhooks_worker_argv(concurrency=4), {"TANDEM_ROLE": "cpu"}),
+            Service("actions-worker", actions_worker_argv(concurrency=4), {"TANDEM_ROLE": "cpu"})]
 
 
 def _redis_url() -> str:

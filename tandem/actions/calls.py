@@ -42,7 +42,7 @@ def reply_ended(*, request_id: str, text: str) -> ActionCall | None:
     arguments = json.loads(parsed["function"]["arguments"])
     action = Action.objects.filter(tenant_id=conv.tenant_id, name=name, enabled=True).first()
     status, line, error = _decide(action, arguments, conv, msg)
-    rounds_before = ActionCall.objects.filter(conversation=conv, message__seq__gt=_last_user_seq(conv, msg)).count()
+    rounds_before = ActionCall.objects.filter(conversation=conv, message__seq__gt=last_user_seq(conv, msg)).count()
     if status == S.QUEUED and rounds_before >= conf.max_rounds():
         status, line, error = S.REFUSED, lines.NOT_AVAILABLE, f"at most {conf.max_rounds()} actions per message"
     call = ActionCall.objects.create(
@@ -54,7 +54,7 @@ def reply_ended(*, request_id: str, text: str) -> ActionCall | None:
     return call
 
 
-def _last_user_seq(conv: Conversation, msg: Message) -> int:
+def last_user_seq(conv: Conversation, msg: Message) -> int:
     return (conv.messages.filter(role=Message.Role.USER, seq__lt=msg.seq).order_by("-seq")
             .values_list("seq", flat=True).first() or 0)
 

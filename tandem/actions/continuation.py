@@ -22,6 +22,7 @@ from tandem.chat.responder import message_event
 from tenants.models import Tenant, UsageRecord
 
 from . import conf, lines
+from .calls import last_user_seq
 from .models import TOOL_ROLE, ActionCall
 from .offer import AUTO, NONE, offer_to
 
@@ -55,7 +56,9 @@ def continue_after(*, call_id) -> Message | None:
             .first(), sampling=None, prompt_messages=messages,
             handover={"handover_patterns": pipeline.HANDOVER_OFF})
         more = call.status == S.SUCCEEDED and call.round < conf.max_rounds()
-        offer_to(spec, tenant_id=tenant.pk, channel=conv.channel, choice=AUTO if more else NONE)
+        called = frozenset(ActionCall.objects.filter(conversation=conv, message__seq__gt=last_user_seq(
+            conv, call.message)).values_list("name", flat=True))
+        offer_to(spec, tenant_id=tenant.pk, channel=conv.channel, choice=AUTO if more else NONE, called=called)
         admission = services.request_admit(spec=spec, tenant=tenant, history=[m["content"] for m in history],
                                            new=[content])
 

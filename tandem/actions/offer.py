@@ -6,6 +6,7 @@ The choice, per pass:
 - a visitor's message that contains one of an action's trigger phrases: that action,
   as a named tool_choice (the model must call it; only its arguments are the model's);
 - otherwise `auto` (the model may call one or answer in text);
+- after a result: `auto` among the actions not yet called for this visitor's message;
 - after a refused, denied or failed call, or at TANDEM_ACTIONS_MAX_ROUNDS: no tools (the
   model answers in text, which ends the turn).
 
@@ -43,14 +44,17 @@ def _compiled(tools_json: str, choice_json: str) -> tuple[str, str]:
     return tool_calls.system_prompt(data), tool_calls.grammar(data)
 
 
-def offer_to(spec, *, tenant_id: int, channel: str, text: str | None = None, choice: str | dict | None = None) -> bool:
+def offer_to(spec, *, tenant_id: int, channel: str, text: str | None = None, choice: str | dict | None = None,
+             called: frozenset[str] = frozenset()) -> bool:
     """Offer the tenant's enabled actions to the request `spec` (a RequestSpec not yet
     admitted): its grammar set, the tools' system message put first. `text`: the
     visitor's message, for trigger phrases (first pass); `choice`: the choice itself
-    (a continuation). True when tools were offered."""
+    (a continuation); `called`: actions already called for this visitor message, not
+    offered again (a small model asked again tends to repeat its call). True when tools
+    were offered."""
     if channel != "widget" or choice == NONE:
         return False
-    actions = list(Action.objects.filter(tenant_id=tenant_id, enabled=True))
+    actions = [a for a in Action.objects.filter(tenant_id=tenant_id, enabled=True) if a.name not in called]
     if not actions:
         return False
     if choice is None:

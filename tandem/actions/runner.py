@@ -22,13 +22,24 @@ LEASE_S = 30  # beyond the action's own timeout, before another worker may take 
 log = logging.getLogger(__name__)
 
 
-def call_run(*, call_id: str) -> None:
+def lease_s() -> float:
+    return conf.max_timeout_s() * 2 + LEASE_S
+
+
+def call_run(*, call_id: str) -> float | None:
+    """Run and continue the call; or, when another worker holds it (running, its lease
+    not yet over), the seconds until its lease ends: the task looks again then, so a
+    call whose worker died is taken over rather than lost."""
     now = timezone.now()
-    stale = now - timedelta(seconds=conf.max_timeout_s() * 2 + LEASE_S)
+    stale = now - timedelta(seconds=lease_s())
     if ActionCall.objects.filter(pk=call_id).filter(Q(status=S.QUEUED) | Q(status=S.RUNNING, started_at__lt=stale)) \
             .update(status=S.RUNNING, started_at=now):
         _run(ActionCall.objects.select_related("action", "conversation").get(pk=call_id))
+    held = ActionCall.objects.filter(pk=call_id, status=S.RUNNING).values_list("started_at", flat=True).first()
+    if held is not None:
+        return max(1.0, (held - stale).total_seconds())
     continue_after(call_id=call_id)
+    return None
 
 
 def _run(call: ActionCall) -> None:

@@ -9,6 +9,8 @@ from .queue import TASK
 from .runner import call_run
 
 
-@shared_task(name=TASK, acks_late=True, ignore_result=True)
-def run(call_id: str) -> None:
-    call_run(call_id=call_id)
+@shared_task(name=TASK, bind=True, acks_late=True, ignore_result=True, max_retries=10)
+def run(self, call_id: str) -> None:
+    wait = call_run(call_id=call_id)
+    if wait is not None:  # another worker holds it: look again once its lease is over
+        raise self.retry(countdown=wait)

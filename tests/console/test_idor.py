@@ -16,6 +16,7 @@ from tandem.chat.models import OfflineMessage
 from tandem.webhooks import services as webhooks
 from tenants import invitations
 from tenants.models import ApiKey, ComputePool, Invitation, Membership
+from tests.actions.helpers import action_ids
 from tests.evals.helpers import eval_ids
 
 pytestmark = pytest.mark.django_db
@@ -80,6 +81,7 @@ def other_tenants_values(world) -> dict[str, list[dict]]:
         "endpoint_id": b_delivery(b).endpoint_id,
         "delivery_id": b_delivery(b).pk,
         "saved_reply_id": b_saved_reply(b).pk,
+        **action_ids(b, world.conv_b),  # B's action and a call of it awaiting approval
         **eval_ids(b, world.owner_b),  # B's case, run and trial reply
     }
 

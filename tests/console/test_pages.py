@@ -16,6 +16,7 @@ from tandem.saved_replies.services import saved_reply_create
 from tandem.webhooks import services as webhooks
 from tenants import invitations
 from tenants.models import ApiKey, AuditLog, ComputePool, Invitation, Membership, Quota
+from tests.actions.helpers import action_ids
 from tests.console.test_idor import console_patterns
 from tests.evals.helpers import eval_ids
 
@@ -60,6 +61,7 @@ def url_values(world):
             **dict(zip(("invitation_id", "token"), _invitation(a, world.staff.username), strict=True)),
             **dict(zip(("endpoint_id", "delivery_id"), _webhook_delivery(a), strict=True)),
             "saved_reply_id": saved_reply_create(tenant=a, shortcut="hello", text="Hello {{visitor.name}}").pk,
+            **action_ids(a, world.conv_a),
             "label_id": label_create(tenant=a, name="Refund").pk,
             **eval_ids(a, world.staff),  # a case, a run, and the operator's trial reply
             **dict(zip(("source_id", "file_id"), _source_file(a), strict=True))}

@@ -1,0 +1,105 @@
+"""Action test parts: a real HTTP server on 127.0.0.1 (http.server on a thread of the
+test) standing for a tenant's endpoint, which records every request and answers from a
+script; and a real actions worker (Celery, the CPU tier's `actions` queue) on the test
+database and Redis, allowed to reach 127.0.0.1 by the operator setting."""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import redis
+
+from devstack.processes import _spawn, database_url, live_workers, new_log_dir, wait_for
+from tandem.actions.queue import worker_argv
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class Endpoint:
+    url: str
+    status: int = 200
+    body: bytes = b'{"order": "A-17", "state": "shipped", "eta": "Friday"}'
+    delay_s: float = 0.0
+    requests: list[Request] = field(default_factory=list)
+    arrived: threading.Condition = field(default_factory=threading.Condition)
+
+    def wait_for(self, count: int, timeout: float = 60) -> list[Request]:
+        with self.arrived:
+            assert self.arrived.wait_for(lambda: len(self.requests) >= count, timeout), \
+                f"{len(self.requests)} of {count} requests arrived"
+            return list(self.requests)
+
+
+@pytest.fixture
+def endpoint():
+    box: dict = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self):
+            e = box["endpoint"]
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            with e.arrived:
+                e.requests.append(Request(self.command, self.path, {k.lower(): v for k, v in self.headers.items()},
+                                          body))
+                e.arrived.notify_all()
+            if e.delay_s:
+                threading.Event().wait(e.delay_s)  # an endpoint slower than the action's timeout
+            self.send_response(e.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(e.body)))
+            self.end_headers()
+            self.wfile.write(e.body)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _answer
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    box["endpoint"] = Endpoint(url=f"http://127.0.0.1:{server.server_port}")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield box["endpoint"]
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def allow_loopback(settings):
+    """The operator allows 127.0.0.1 (the endpoint) in this process too: an action's URL
+    is checked when it is saved."""
+    settings.TANDEM_OUTBOUND_ALLOW_HOSTS = ["127.0.0.1"]
+
+
+@pytest.fixture(scope="session")
+def actions_worker(django_db_setup, django_db_blocker):
+    from django.db import connection
+
+    env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict), "PYTHONUNBUFFERED": "1",
+           "DJANGO_SETTINGS_MODULE": "tandem.settings", "TANDEM_ROLE": "cpu", "TANDEM_POOL": "shared",
+           "TANDEM_OUTBOUND_ALLOW_HOSTS": "127.0.0.1"}
+    log_dir = new_log_dir("actions")
+    proc = _spawn("actions-worker", worker_argv(concurrency=2), env, log_dir)
+    client = redis.Redis.from_url(os.environ["REDIS_URL"])
+    try:
+        wait_for(lambda: any(w.get("pid") == proc.pid for w in live_workers(client)), timeout=180,
+                 what="the actions worker's heartbeat", procs={"actions-worker": proc}, log_dir=log_dir)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except Exception:
+            proc.kill()
+            proc.wait()
