@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "tandem.api",
     "tandem.console",
     "tandem.saved_replies",
+    "tandem.labels",
     "tandem.hours",
     "tandem.feedback",
     "tandem.evals",

@@ -81,10 +81,12 @@
     sock.send(JSON.stringify({ type: "suggest" }));
   });
 
-  // A refused claim or assign (409, 400) still shows its panel, with the reason in it.
+  // A refused claim or assign (409, 400), or labels that no longer exist (400), still show
+  // their panel, with the reason in it.
+  const PANELS = ["inbox-actions", "conversation-labels"];
   document.body.addEventListener("htmx:beforeSwap", (e) => {
     const code = e.detail.xhr.status;
-    if ((code === 409 || code === 400) && e.detail.target && e.detail.target.id === "inbox-actions") {
+    if ((code === 409 || code === 400) && e.detail.target && PANELS.includes(e.detail.target.id)) {
       e.detail.shouldSwap = true;
       e.detail.isError = false;
     }

@@ -1,5 +1,7 @@
 // The waiting count (partials/inbox_count.html, polled by htmx in the tenant's nav) in the
-// page title too, "(3) Inbox · Acme · Tandem", so a person on another tab sees it.
+// page title too, "(3) Inbox · Acme · Tandem", so a person on another tab sees it. Where
+// the count is (a member with the inbox), it also loads the opt-in notifications
+// (inbox_notify.js, beside this file), so every console page carries them.
 (function () {
   const base = document.title;
   function show() {
@@ -9,4 +11,10 @@
   }
   document.addEventListener("htmx:afterSettle", show);
   show();
+  const me = document.currentScript;
+  if (me && document.getElementById("inbox-count")) {
+    const s = document.createElement("script");
+    s.src = new URL("inbox_notify.js", me.src).href;
+    document.head.append(s);
+  }
 })();

@@ -23,13 +23,28 @@ from inference.wire import keys, reader
 MAXLEN = 500  # a conversation's recent events; the transcript is in the database
 TTL_S = 24 * 3600
 ALL, AGENTS = "all", "agents"
+INBOX_MAXLEN = 200  # the tenant's inbox feed: what an agent's notifications need, from now on
 
 
-def publish(client: redis.Redis, conversation_id: str, event: dict[str, Any], *, audience: str = ALL) -> None:
+def inbox_feed_key(tenant_id) -> str:
+    """The tenant's inbox feed: one entry per hand-over, assignment and visitor message
+    of a conversation with a person (tandem.console.inbox_feed), for the agents'
+    notifications on every console page, whichever conversation they have open."""
+    return f"tandem:tenant:{tenant_id}:inbox"
+
+
+def publish(client: redis.Redis, conversation_id: str, event: dict[str, Any], *, audience: str = ALL,
+            inbox: tuple[Any, dict[str, Any]] | None = None) -> None:
+    """`event` on the conversation's stream; `inbox` (tenant id, entry or None) adds the
+    entry to the tenant's inbox feed in the same round trip."""
     key = keys.conversation_events(str(conversation_id))
     pipe = client.pipeline(transaction=False)
     pipe.xadd(key, {"e": json.dumps({**event, "audience": audience})}, maxlen=MAXLEN, approximate=True)
     pipe.expire(key, TTL_S)
+    if inbox is not None and inbox[1]:
+        feed = inbox_feed_key(inbox[0])
+        pipe.xadd(feed, {"e": json.dumps(inbox[1])}, maxlen=INBOX_MAXLEN, approximate=True)
+        pipe.expire(feed, TTL_S)
     pipe.execute()
 
 

@@ -6,13 +6,16 @@ name a visitor goes by. Scoped through tenants.access like every read."""
 from __future__ import annotations
 
 import hashlib
+from datetime import date
 
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
 from tenants.access import access_list
 from tenants.models import Tenant
 
+from . import search
+from .browsers import browser_in_words
 from .models import Conversation, Message, OfflineMessage
 
 H = Conversation.Handoff
@@ -62,21 +65,33 @@ def _last_message(conversation: Conversation) -> str:
     return last or said.order_by("-seq").values_list("content", flat=True).first() or ""
 
 
-def inbox_list(*, tenant: Tenant, agent=None, view: str = DEFAULT_VIEW) -> list[dict]:
+def inbox_list(*, tenant: Tenant, agent=None, view: str = DEFAULT_VIEW, q: str = "", label=None,
+               since: date | None = None, until: date | None = None) -> list[dict]:
     """The conversations in `view` (one of VIEWS; ValueError otherwise): waiting for a
     person first (longest wait first), then the ones people own; resolved ones newest
-    first. Each with how long it has waited (since it left the bot), its last message
-    and the visitor's name."""
+    first. Narrowed to those matching the search `q` (tandem.chat.search), carrying
+    `label` (one of the tenant's, from tandem.labels) and handed over between `since` and
+    `until` (dates, both included). Each with how long it has waited (since it left the
+    bot), its last message (or the message the search matched), the visitor's name and
+    the conversation's labels."""
     if view not in VIEWS:
         raise ValueError(f"Unknown inbox view {view!r}: choose one of {', '.join(VIEWS)}.")
     qs = _filtered(access_list(Conversation, tenant=tenant), view=view, agent=agent).select_related("assignee")
+    if label is not None:
+        qs = qs.filter(labels=label)
+    if since:
+        qs = qs.filter(handoff_at__date__gte=since)
+    if until:
+        qs = qs.filter(handoff_at__date__lte=until)
+    qs = search.conversations_matching(qs, q)
     qs = qs.order_by("-resolved_at") if view == "resolved" else qs.order_by("handoff_at")
     now = timezone.now()
     out = []
-    for c in qs[:INBOX_LIMIT]:
+    for c in qs.prefetch_related("labels")[:INBOX_LIMIT]:
+        match = getattr(c, "match", None)
         out.append({"conversation": c, "waiting_s": (now - (c.handoff_at or c.updated_at)).total_seconds(),
-                    "last": _last_message(c), "visitor": visitor_name(c),
-                    "mine": agent is not None and c.assignee_id == agent.pk})
+                    "last": match or _last_message(c), "matched": bool(match), "visitor": visitor_name(c),
+                    "labels": list(c.labels.all()), "mine": agent is not None and c.assignee_id == agent.pk})
     if view != "resolved":
         out.sort(key=lambda r: (r["conversation"].handoff != H.PENDING_HUMAN, -r["waiting_s"]))
     return out
@@ -103,7 +118,7 @@ def offline_list(*, tenant: Tenant, limit: int = 50) -> list[OfflineMessage]:
 
 def inbox_transcript(conversation: Conversation) -> list[Message]:
     return list(conversation.messages.filter(~Q(content="") | Q(role=Message.Role.USER)).exclude(role=Message.Role.DRAFT)
-                .select_related("author").order_by("seq"))
+                .select_related("author").prefetch_related("attachments").order_by("seq"))
 
 
 def handoff_stats(*, tenant: Tenant) -> dict:
@@ -117,3 +132,24 @@ def handoff_stats(*, tenant: Tenant) -> dict:
         return v[len(v) // 2] if v else None
 
     return {"handoffs": len(rows), "first_reply_s": median(first), "resolve_s": median(resolve)}
+
+
+PAST_LIMIT = 10
+
+
+def visitor_context(conversation: Conversation) -> dict:
+    """The side panel beside a conversation: the page the visitor started it from, their
+    browser in words, and their other conversations with this tenant (newest first; the
+    same verified user on any device, else the same browser's visitor id)."""
+    others = access_list(Conversation, tenant=conversation.tenant).exclude(pk=conversation.pk)
+    if conversation.user_verified and conversation.user_id:
+        others = others.filter(user_verified=True, user_id=conversation.user_id)
+    elif conversation.visitor_id:
+        others = others.filter(visitor_id=conversation.visitor_id)
+    else:
+        others = others.none()
+    first_words = (Message.objects.filter(conversation=OuterRef("pk"), role=Message.Role.USER).exclude(content="")
+                   .order_by("seq").values("content")[:1])
+    past = list(others.annotate(first=Subquery(first_words)).order_by("-created_at")[:PAST_LIMIT])
+    return {"page_url": conversation.page_url, "browser": browser_in_words(conversation.user_agent),
+            "user_agent": conversation.user_agent, "past": past}

@@ -13,7 +13,7 @@ from inference.pipeline import api as pipeline
 from tandem.actions import calls as action_calls
 from tandem.webhooks import chat_events as webhook_events
 
-from . import assignment, events
+from . import assignment, events, responder
 from .models import Conversation, Message
 
 # A message's progress, in order: a status only ever moves forward.
@@ -72,12 +72,15 @@ class ReplyRows:
         agent when the tenant assigns round-robin."""
         conversation = Conversation.objects.select_related("tenant").get(pk=conversation_id)
         client = pipeline.get_redis()
-        events.publish(client, conversation_id,
-                       assignment.state_event(state=H.PENDING_HUMAN, agent=None, tenant_id=conversation.tenant_id))
+        event = assignment.state_event(state=H.PENDING_HUMAN, agent=None, tenant_id=conversation.tenant_id)
+        events.publish(client, conversation_id, event,
+                       inbox=(conversation.tenant_id, responder.inbox_feed_entry(conversation, event)))
         agent = assignment.assign_round_robin(conversation_id=conversation_id, tenant=conversation.tenant)
         if agent is not None:
-            events.publish(client, conversation_id,
-                           assignment.state_event(state=H.HUMAN, agent=agent, tenant_id=conversation.tenant_id))
+            conversation.refresh_from_db()
+            event = assignment.state_event(state=H.HUMAN, agent=agent, tenant_id=conversation.tenant_id)
+            events.publish(client, conversation_id, event,
+                           inbox=(conversation.tenant_id, responder.inbox_feed_entry(conversation, event)))
 
     def reply_state(self, *, request_id: str) -> pipeline.ReplyState | None:
         row = (Message.objects.filter(pk=request_id)

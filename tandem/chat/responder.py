@@ -33,6 +33,7 @@ from tenants import audit
 
 from . import assignment, events
 from .assignment import display_name
+from .inbox import visitor_name
 from .models import Conversation, Message, OfflineMessage
 
 H = Conversation.Handoff
@@ -75,15 +76,16 @@ class NotYours(Exception):
         super().__init__("Claim this conversation before you reply.")
 
 
-def _move(conversation: Conversation, to: str, **fields) -> bool:
-    """One conditional UPDATE to `to`; True if this call made the change. `conversation`
-    is read again either way, so the caller sees who won."""
+def _move(conversation: Conversation, to: str, by=None, **fields) -> bool:
+    """One conditional UPDATE to `to` (by the agent `by`, if one made it); True if this
+    call made the change. `conversation` is read again either way, so the caller sees
+    who won."""
     now = timezone.now()
     won = Conversation.objects.filter(pk=conversation.pk, handoff__in=_FROM[to]).update(
         handoff=to, updated_at=now, **fields) == 1
     conversation.refresh_from_db()
     if won:
-        _publish(conversation, _state_event(conversation))
+        _publish(conversation, _state_event(conversation), by=by)
         _handoff_event(conversation)
     return won
 
@@ -99,9 +101,26 @@ def _state_event(conversation: Conversation) -> dict:
                                   tenant_id=conversation.tenant_id)
 
 
-def _publish(conversation: Conversation, event: dict, *, audience: str = events.ALL) -> None:
+def _publish(conversation: Conversation, event: dict, *, audience: str = events.ALL, by=None) -> None:
     cid = str(conversation.pk)
-    transaction.on_commit(lambda: events.publish(get_redis(), cid, event, audience=audience))
+    feed = inbox_feed_entry(conversation, event, by=by)
+    inbox = (conversation.tenant_id, feed) if feed else None
+    transaction.on_commit(lambda: events.publish(get_redis(), cid, event, audience=audience, inbox=inbox))
+
+
+def inbox_feed_entry(conversation: Conversation, event: dict, *, by=None) -> dict | None:
+    """What the tenant's inbox feed (events.inbox_feed_key) says of `event`, or None: a
+    hand-over or an assignment, and a visitor's message to a person. `by` is the agent
+    who made the change (they are not told of their own doing)."""
+    kind = event.get("type")
+    if kind == "handoff" and event.get("state") in (H.PENDING_HUMAN, H.HUMAN):
+        entry = {"type": "handoff", "state": event["state"]}
+    elif kind == "message" and event.get("role") == Message.Role.USER:
+        entry = {"type": "message", "text": (event.get("text") or "")[:140]}
+    else:
+        return None
+    return {**entry, "conversation": str(conversation.pk), "assignee": conversation.assignee_id,
+            "by": getattr(by, "pk", None), "visitor": visitor_name(conversation)}
 
 
 def handoff_request(*, conversation: Conversation, reason: str) -> bool:
@@ -129,7 +148,7 @@ def conversation_claim(*, conversation: Conversation, agent) -> Conversation:
         raise Taken(conversation)
     now = timezone.now()
     extra = {} if conversation.handoff == H.PENDING_HUMAN else {"handoff_reason": "agent", "handoff_at": now}
-    if not _move(conversation, H.HUMAN, assignee=agent, claimed_at=now, resolved_at=None, **extra):
+    if not _move(conversation, H.HUMAN, by=agent, assignee=agent, claimed_at=now, resolved_at=None, **extra):
         raise Taken(conversation)
     return conversation
 
@@ -163,7 +182,7 @@ def conversation_assign(*, conversation: Conversation, to, by) -> Conversation:
                      entity_id=conversation.pk, action="assign",
                      changes={"assignee": [before.get_username() if before else None, to.get_username()]},
                      summary=f"conversation {conversation.pk} assigned to {to.get_username()}")
-        _publish(conversation, _state_event(conversation))
+        _publish(conversation, _state_event(conversation), by=by)
         _handoff_event(conversation)
     return conversation
 

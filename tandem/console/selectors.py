@@ -11,6 +11,7 @@ import redis
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
+from tandem.chat import search
 from tandem.chat.models import Conversation, Message
 from tenants import quotas
 from tenants.access import access_list
@@ -227,7 +228,9 @@ def conversation_list(*, tenant: Tenant, channel: str = "", status: str = "", si
     if until:
         rows = rows.filter(created_at__date__lte=until)
     if q:
-        rows = rows.filter(Q(messages__content__icontains=q) | Q(visitor_id__icontains=q)).distinct()
+        # The database's full-text search over the messages (tandem.chat.search), the
+        # visitor's name or e-mail, or their id pasted whole.
+        rows = search.conversations_matching(rows, q, also=Q(visitor_id=q.strip()))
     first_question = (Message.objects.filter(conversation=OuterRef("pk"), role=Message.Role.USER)
                       .order_by("seq").values("content")[:1])
     return rows.annotate(message_count=Count("messages", distinct=True),

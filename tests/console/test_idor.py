@@ -82,6 +82,7 @@ def other_tenants_values(world) -> dict[str, list[dict]]:
         "delivery_id": b_delivery(b).pk,
         "saved_reply_id": b_saved_reply(b).pk,
         **action_ids(b, world.conv_b),  # B's action and a call of it awaiting approval
+        "label_id": b_label(b).pk,
         **eval_ids(b, world.owner_b),  # B's case, run and trial reply
     }
 
@@ -93,6 +94,14 @@ def b_saved_reply(b):
 
     return SavedReply.objects.filter(tenant=b).first() or services.saved_reply_create(
         tenant=b, shortcut="b-only", text="B's")
+
+
+def b_label(b):
+    """B's inbox label, made once."""
+    from tandem.labels import services
+    from tandem.labels.models import Label
+
+    return Label.objects.filter(tenant=b).first() or services.label_create(tenant=b, name="B only")
 
 
 def b_delivery(b):

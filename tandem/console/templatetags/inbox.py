@@ -3,9 +3,14 @@ not "680 s"), and the waiting count the layout's nav starts with."""
 
 from __future__ import annotations
 
+import re
+
 from django import template
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
 
 from tandem.chat import inbox as chat_inbox
+from tandem.chat import search
 
 register = template.Library()
 
@@ -33,3 +38,31 @@ def human_duration(seconds) -> str:
 def inbox_waiting(tenant) -> int:
     """The waiting count for the nav's first paint (the partial then polls it)."""
     return chat_inbox.waiting_count(tenant=tenant)
+
+
+EXCERPT = 90
+
+
+@register.filter
+def search_excerpt(text, q) -> str:
+    """The part of a message around the first word of the search it holds, with every
+    word that starts like one of the search's in <mark> (the text is escaped first)."""
+    text, words = str(text or ""), search.search_words(str(q or ""))
+    if not words:
+        return escape(text[:EXCERPT])
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\w*", re.IGNORECASE)
+    first = pattern.search(text)
+    start = max(0, (first.start() if first else 0) - EXCERPT // 3)
+    piece = text[start:start + EXCERPT]
+    out, at = [], 0
+    for m in pattern.finditer(piece):
+        out += [escape(piece[at:m.start()]), "<mark>", escape(m.group(0)), "</mark>"]
+        at = m.end()
+    out.append(escape(piece[at:]))
+    return mark_safe(("…" if start else "") + "".join(out) + ("…" if start + EXCERPT < len(text) else ""))
+
+
+@register.filter
+def visitor_name(conversation) -> str:
+    """The name a conversation's visitor goes by (tandem.chat.inbox.visitor_name)."""
+    return chat_inbox.visitor_name(conversation)

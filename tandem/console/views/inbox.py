@@ -9,17 +9,21 @@ Another tenant's conversation id is a 404 like a missing one (views/base.tenant_
 from __future__ import annotations
 
 import logging
+from datetime import date
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import JsonResponse
 from django.shortcuts import redirect
 from django.urls import reverse
+from django.utils.dateparse import parse_date
 from django_htmx.http import HttpResponseClientRedirect
 
 from tandem.chat import assignment, responder
 from tandem.chat import inbox as chat_inbox
 from tandem.chat.models import Conversation, OfflineMessage
 from tandem.chat.validation import InvalidInput
+from tandem.labels import selectors as label_selectors
 from tenants import membership
 from tenants.access import NotFound
 from tenants.membership import Can
@@ -49,25 +53,59 @@ def home_url(user) -> str | None:
     return None
 
 
+def _date(request, name: str, errors: list) -> date | None:
+    raw = (request.GET.get(name) or "").strip()
+    if not raw:
+        return None
+    try:
+        value = parse_date(raw[:20])
+    except ValueError:
+        value = None
+    if value is None:
+        errors.append(f"{'From' if name == 'since' else 'To'}: {raw[:20]!r} is not a date (YYYY-MM-DD).")
+    return value
+
+
 def _rows(request, access) -> tuple[dict, int]:
-    """The list in the filter the query names (?view=); an unknown one is a 400 that says
-    which exist, showing the default list."""
+    """The list in the filter the query names (?view=), narrowed by the search (?q=), a
+    label (?label=<id>) and the dates it was handed over (?since=, ?until=). A filter
+    that is not one (an unknown view, a label of no one's, a malformed date) is a 400
+    that says so, showing the list without it."""
+    errors: list[str] = []
     view = request.GET.get("view") or chat_inbox.DEFAULT_VIEW
-    status, error = 200, ""
     if view not in chat_inbox.VIEWS:
-        status, error = 400, f"Unknown filter {view[:40]!r}: choose one of {', '.join(chat_inbox.VIEWS.values())}."
+        errors.append(f"Unknown filter {view[:40]!r}: choose one of {', '.join(chat_inbox.VIEWS.values())}.")
         view = chat_inbox.DEFAULT_VIEW
-    rows = chat_inbox.inbox_list(tenant=access.tenant, agent=request.user, view=view)
-    return {"rows": rows, "view": view, "views": chat_inbox.VIEWS, "view_error": error}, status
+    label, label_id = None, request.GET.get("label") or ""
+    if label_id:
+        label = label_selectors.label_by_id(tenant=access.tenant, label_id=label_id)
+        if label is None:
+            errors.append("No such label: it may have been deleted.")
+    since, until = _date(request, "since", errors), _date(request, "until", errors)
+    q = (request.GET.get("q") or "").strip()[:200]
+    rows = chat_inbox.inbox_list(tenant=access.tenant, agent=request.user, view=view, q=q, label=label,
+                                 since=since, until=until)
+    filters = {"q": q, "label": label.pk if label else "", "since": since.isoformat() if since else "",
+               "until": until.isoformat() if until else ""}
+    keep = urlencode({k: v for k, v in filters.items() if v})  # what the view links keep
+    return {"rows": rows, "view": view, "views": chat_inbox.VIEWS, "view_error": " ".join(errors),
+            "filters": filters, "keep": keep, "query": f"view={view}" + (f"&{keep}" if keep else ""),
+            "label": label}, 400 if errors else 200
+
+
+def inbox_page(request, access, *, status: int | None = None):
+    ctx, rows_status = _rows(request, access)
+    return render_page(request, "console/inbox.html",
+                       {**ctx, "stats": chat_inbox.handoff_stats(tenant=access.tenant),
+                        "all_labels": label_selectors.label_list(tenant=access.tenant),
+                        "agents": assignment.inbox_agents(tenant=access.tenant),
+                        "offline": chat_inbox.offline_list(tenant=access.tenant), **_presence(request, access)},
+                       access=access, nav="inbox", status=status or rows_status)
 
 
 @tenant_page(methods=("GET",), **INBOX)
 def inbox(request, access):
-    ctx, status = _rows(request, access)
-    return render_page(request, "console/inbox.html",
-                       {**ctx, "stats": chat_inbox.handoff_stats(tenant=access.tenant),
-                        "offline": chat_inbox.offline_list(tenant=access.tenant), **_presence(request, access)},
-                       access=access, nav="inbox", status=status)
+    return inbox_page(request, access)
 
 
 @tenant_page(methods=("GET",), **INBOX)
@@ -107,7 +145,9 @@ def inbox_presence(request, access):
 def inbox_conversation(request, access, conv):
     return render_page(request, "console/inbox_conversation.html",
                        {**_actions_context(request, access, conv), "items": chat_inbox.inbox_transcript(conv),
-                        **_presence(request, access)},
+                        "all_labels": label_selectors.label_list(tenant=access.tenant),
+                        "current": {lb.pk for lb in conv.labels.all()},
+                        "context": chat_inbox.visitor_context(conv), **_presence(request, access)},
                        access=access, nav="inbox")
 
 
