@@ -37,7 +37,7 @@ _kombu_redis.Channel._connparams = _connparams_unless_closed
 app = Celery("tandem")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.task_default_queue = "cpu"
-app.autodiscover_tasks(["inference", "knowledge", "tandem.evals", "tandem.feedback", "tandem.webhooks"])
+app.autodiscover_tasks(["inference", "knowledge", "tandem.evals", "tandem.feedback", "tandem.webhooks", "tandem.contacts"])
 
 # Worker start-up hooks (engine loading per role) are connected on import.
 import inference.worker.signals  # noqa: E402,F401

@@ -63,6 +63,8 @@ INSTALLED_APPS = [
     "tandem.feedback",
     "tandem.evals",
     "tandem.webhooks",
+    "tandem.attachments",
+    "tandem.contacts",
     "tandem.onboarding",
     "tandem.actions",
 ]
@@ -371,3 +373,22 @@ TANDEM_CSAT_IDLE_MINUTES = float(os.environ.get("TANDEM_CSAT_IDLE_MINUTES", "10"
 # The outcomes rollup (tandem.feedback.tasks): run by the CPU workers every this many
 # seconds (0: never; `manage.py outcomes_rollup` runs it by hand).
 TANDEM_OUTCOMES_ROLLUP_S = float(os.environ.get("TANDEM_OUTCOMES_ROLLUP_S", "300"))
+# Attachments (docs/attachments.md): stored through the storage named "attachments": a
+# local directory by default, or any Django storage backend named by
+# TANDEM_ATTACHMENTS_STORAGE (e.g. django-storages' "storages.backends.s3.S3Storage" for an
+# S3-compatible store) with its options as JSON in TANDEM_ATTACHMENTS_STORAGE_OPTIONS.
+# Links to a file are signed and expire after TANDEM_ATTACHMENT_URL_MAX_AGE_S.
+import json as _json  # noqa: E402
+
+TANDEM_ATTACHMENTS_DIR = Path(os.environ.get("TANDEM_ATTACHMENTS_DIR", VAR_DIR / "attachments"))
+STORAGES["attachments"] = (
+    {"BACKEND": os.environ["TANDEM_ATTACHMENTS_STORAGE"],
+     "OPTIONS": _json.loads(os.environ.get("TANDEM_ATTACHMENTS_STORAGE_OPTIONS") or "{}")}
+    if os.environ.get("TANDEM_ATTACHMENTS_STORAGE")
+    else {"BACKEND": "django.core.files.storage.FileSystemStorage",
+          "OPTIONS": {"location": str(TANDEM_ATTACHMENTS_DIR)}}
+)
+TANDEM_ATTACHMENT_URL_MAX_AGE_S = int(os.environ.get("TANDEM_ATTACHMENT_URL_MAX_AGE_S", "3600"))
+# Contacts' data (docs/privacy.md): each CPU worker checks this often whether today's
+# retention purge was queued yet (0: never; `manage.py retention_purge` runs it by hand).
+TANDEM_RETENTION_CHECK_S = float(os.environ.get("TANDEM_RETENTION_CHECK_S", "3600"))

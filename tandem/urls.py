@@ -12,6 +12,7 @@ urlpatterns = [
     path("admin/login/", admin_login),  # the console's throttled sign-in
     path("admin/", admin.site.urls),
     path("", include("tandem.chat.urls")),
+    path("", include("tandem.attachments.urls")),
     path("", include("tandem.api.urls")),
     path("", include("tandem.console.urls")),
 ]

@@ -32,6 +32,7 @@
     text.className = "content";
     text.textContent = m.text;
     el.append(who, text);
+    if (m.attachments && m.attachments.length && window.TandemFiles) el.append(window.TandemFiles.list(m.attachments));
     log.append(el);
     el.scrollIntoView({ block: "end" });
   }

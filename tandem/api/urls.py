@@ -3,6 +3,8 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from tandem.contacts import api as contacts
+
 from . import conversation_views as conv
 from . import eval_views as ev
 from . import feedback_views as fbv
@@ -31,6 +33,9 @@ urlpatterns = [
     path("api/v1/conversations/<str:conversation_id>/csat/", fbv.ConversationCsatView.as_view()),
     path("api/v1/messages/<str:message_id>/feedback/", fbv.MessageFeedbackView.as_view()),
     path("api/v1/usage/", conv.UsageView.as_view()),
+    # A contact id may hold a slash (a site's user id): the export route is tried first.
+    path("api/v1/contacts/<path:contact_id>/export/", contacts.ContactExportView.as_view()),
+    path("api/v1/contacts/<path:contact_id>/", contacts.ContactDetailView.as_view()),
     path("api/v1/knowledge/articles/", kv.ArticleListView.as_view()),
     path("api/v1/knowledge/articles/import/", kv.ArticleImportView.as_view()),
     path("api/v1/knowledge/articles/<str:article_id>/", kv.ArticleDetailView.as_view()),

@@ -22,6 +22,7 @@ from django.conf import settings
 from inference.wire import streams
 from inference.wire.connections import async_redis
 from tandem.actions.stream import CallHider
+from tandem.attachments import socket as attachment_socket
 from tandem.chat.validation import InvalidInput
 from tandem.feedback import socket as feedback_socket
 from tandem.onboarding import services as setup_services
@@ -180,10 +181,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
                    "history": self._on_history, "handoff": self.live.on_handoff,
                    "typing": self.live.on_typing, "offline": self.live.on_offline,
                    "feedback": lambda f: feedback_socket.on_feedback(self, f),
-                   "csat": lambda f: feedback_socket.on_csat(self, f)}.get(kind) if isinstance(kind, str) else None
+                   "csat": lambda f: feedback_socket.on_csat(self, f),
+                   "attachment": lambda f: attachment_socket.on_attachment(self, f)}.get(kind) if isinstance(kind, str) else None
         if handler is None:
             await self._error("unknown_type", "type must be one of: message, cancel, resume, history, handoff, "
-                                              "typing, offline, feedback, csat.")
+                                              "typing, offline, feedback, csat, attachment.")
             return
         try:
             await handler(frame)

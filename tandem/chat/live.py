@@ -40,7 +40,8 @@ def widget_frame(conversation_id: str, event: dict) -> dict | None:
     kind = event.get("type")
     if kind == "message" and event.get("role") == "agent":
         return {"type": "agent_message", "conversation": conversation_id, "id": event["id"],
-                "text": event["text"], "author": event["author"]}
+                "text": event["text"], "author": event["author"],
+                **({"attachments": event["attachments"]} if event.get("attachments") else {})}
     if kind == "handoff":
         frame = {"type": "handoff", "conversation": conversation_id, "state": event["state"],
                  "agent": event.get("agent", "")}

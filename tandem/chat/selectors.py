@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from knowledge.selectors import citations_for
 from tandem.actions import selectors as action_selectors
+from tandem.attachments.selectors import attachments_by_message
 from tenants.models import Tenant
 
 from . import services
@@ -34,6 +35,7 @@ def conversation_transcript(*, tenant: Tenant, conversation_id, visitor: Visitor
     for r in rows:
         if str(r["id"]) in calls:
             r.update(role="action", content=calls[str(r["id"])])
+    files = attachments_by_message(r["id"] for r in rows)
     cited = citations_for(tenant=tenant, message_ids=[r["id"] for r in rows if r["role"] == Message.Role.ASSISTANT])
     return {
         "id": str(conversation.pk),
@@ -43,7 +45,8 @@ def conversation_transcript(*, tenant: Tenant, conversation_id, visitor: Visitor
              "finish_reason": r["finish_reason"] or None,
              **({"error": r["error"].split(":", 1)[0]} if r["status"] == Message.Status.FAILED else {}),
              **({"author": r["author_name"]} if r["role"] == Message.Role.AGENT else {}),
-             **({"sources": cited[str(r["id"])]} if str(r["id"]) in cited else {})}
+             **({"sources": cited[str(r["id"])]} if str(r["id"]) in cited else {}),
+             **({"attachments": files[str(r["id"])]} if str(r["id"]) in files else {})}
             for r in rows
         ],
     }

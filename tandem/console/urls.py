@@ -5,6 +5,8 @@ views/base.py), which tests/console/test_idor.py checks for every pattern here."
 from django.urls import path
 
 from tandem.actions import urls as actions_urls
+from tandem.attachments import console as attachments_console
+from tandem.contacts import views as contacts
 from tandem.hours import views as hours
 
 from . import eval_urls
@@ -145,4 +147,11 @@ urlpatterns = [
     path(T + "members/invitations/<int:invitation_id>/revoke/", members.invitation_revoke,
          name="invitation_revoke"),
     path(T + "audit/", audit.tenant_audit, name="tenant_audit"),
+    path(T + "privacy/", contacts.privacy, name="privacy"),
+    path(T + "conversations/<uuid:conversation_id>/contact/", contacts.contact_detail, name="contact"),
+    path(T + "conversations/<uuid:conversation_id>/contact/export.json", contacts.contact_export,
+         name="contact_export"),
+    path(T + "conversations/<uuid:conversation_id>/contact/delete/", contacts.contact_delete, name="contact_delete"),
+    path(T + "attachments/", attachments_console.attachment_settings, name="attachment_settings"),
+    path(T + "inbox/<uuid:conversation_id>/attach/", attachments_console.inbox_attach, name="inbox_attach"),
 ]

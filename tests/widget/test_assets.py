@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 STATIC = Path(__file__).resolve().parents[2] / "static" / "tandem"
-# widget.js and everything it loads, gzipped: 40 KB until the 👍/👎 and CSAT forms (issue 30) took ~1.4 KB.
-BUDGET = 42 * 1024
+# widget.js and everything it loads, gzipped: 40 KB until the 👍/👎 and CSAT forms (issue 30) took ~1.4 KB,
+# 42 KB until attachments (issue 32: the paperclip, upload, files in messages) took ~1 KB.
+BUDGET = 43 * 1024
 
 
 def _app_name() -> str:
@@ -22,7 +23,7 @@ def _app_name() -> str:
     return names.pop()
 
 
-def test_the_widget_and_everything_it_loads_weigh_at_most_42_kb_gzipped():
+def test_the_widget_and_everything_it_loads_weigh_at_most_43_kb_gzipped():
     files = [STATIC / "widget.js", STATIC / _app_name()]
     sizes = {f.name: len(gzip.compress(f.read_bytes(), compresslevel=9)) for f in files}
     assert sum(sizes.values()) <= BUDGET, sizes

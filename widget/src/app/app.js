@@ -10,6 +10,7 @@ import { catalogueOf, formatWhen, translator } from "./i18n.js";
 import { OfflineForm } from "./offline.js";
 import { Store } from "./store.js";
 import { View } from "./view.js";
+import { paperclip, upload } from "./attachments.js";
 
 export const EVENTS = ["ready", "open", "close", "message", "error"];
 const FINAL = new Set(["done", "failed", "cancelled"]);
@@ -178,6 +179,13 @@ export class App {
     this.handover = new Handover({ t: this.t, view: this.view, offline: this.offline, send,
       when: (iso) => formatWhen(iso, locale) });
     this.handover.setAgents(cfg.agents);
+    // The paperclip, when the tenant takes files (docs/attachments.md).
+    this.files = cfg.attachments && cfg.attachments.enabled ? cfg.attachments : null;
+    if (this.files) {
+      const clip = paperclip({ label: this.t("attach"), accept: this.files.accept, onPick: (f) => this.attach(f) });
+      this.view.input.before(clip.button);
+      this.view.input.after(clip.input);
+    }
     const color = COLOR.test(cfg.color || "") ? cfg.color : "#2f5bd3";
     this.view.setTheme({
       title: cfg.title || this.t("chat"),
@@ -422,6 +430,7 @@ export class App {
       case "offline_received": return this.onOfflineReceived(f);
       case "feedback_received": return this.byId.has(f.message) && this.feedback.rated(this.byId.get(f.message));
       case "csat_received": return this.feedback.done(f.conversation);
+      case "attachment_sent": return this.onFileSent(f);
       default: return undefined;
     }
   }
@@ -437,7 +446,8 @@ export class App {
       }
       if (!m) m = { id: s.id, role: s.role, text: "", status: s.status, index: -1, author: s.author };
       if (FINAL.has(s.status)) {
-        Object.assign(m, { text: s.text || "", status: s.status, sources: s.sources, finish: s.finish_reason });
+        Object.assign(m, { text: s.text || "", status: s.status, sources: s.sources, finish: s.finish_reason,
+          attachments: this.fileLinks(s.attachments) });
         this.store.dropPending(s.id);
       } else if (!FINAL.has(m.status) && m.index < 0) {
         // Still being written: continue from what this page had (kept with its index).
@@ -573,7 +583,8 @@ export class App {
 
   onAgent(f) {
     if (f.conversation !== this.conversationId || this.byId.has(f.id)) return;
-    const m = { id: f.id, role: "agent", text: f.text, status: "done", index: -1, author: f.author };
+    const m = { id: f.id, role: "agent", text: f.text, status: "done", index: -1, author: f.author,
+      attachments: this.fileLinks(f.attachments) };
     this.add(m);
     this.view.addMessage(m);
     this.view.scrollToEnd();
@@ -581,6 +592,42 @@ export class App {
     this.view.announce(f.text, `${f.author}:`);
     if (!this.view.isOpen) this.setUnread(this.unread + 1);
     this.emit("message", { id: f.id, role: "agent", text: f.text, author: f.author, conversation: this.conversationId });
+  }
+
+  // Files (docs/attachments.md): uploaded over HTTP, then sent by reference on the socket.
+  async attach(file) {
+    if (this.fatal || !this.files) return;
+    if (!this.store.visitor) { this.setAlert(this.t("uploadFailed")); this.conn.start(); return; }
+    this.setAlert(null);
+    this.view.setStatus("uploading");
+    try {
+      const a = await upload({ base: this.base, key: this.key, visitor: this.store.visitor, user: this.user && this.user.id,
+        userHash: this.user && this.user.hash, file, maxBytes: this.files.max_bytes });
+      if (!this.conn.send({ type: "attachment", attachment: a.id, conversation: this.conversationId })) throw 0;
+    } catch (e) {
+      this.setAlert(this.t({ file_too_large: "fileTooLarge", file_type_not_allowed: "fileType" }[e && e.code]
+        || "uploadFailed"));
+    } finally {
+      this.view.setStatus(null);
+    }
+  }
+
+  fileLinks(files) {
+    return Array.isArray(files) ? files.map((f) => ({ ...f, url: this.base + f.url })) : undefined;
+  }
+
+  onFileSent(f) {
+    if (typeof f.conversation !== "string") return;
+    if (f.conversation !== this.conversationId) {
+      this.conversationId = f.conversation;
+      this.store.setConversation(this.owner, f.conversation);
+    }
+    if (this.byId.has(f.message)) return;
+    const m = { id: f.message, role: "user", text: "", status: "done", index: -1,
+      attachments: this.fileLinks(f.attachments) };
+    this.add(m);
+    this.view.addMessage(m);
+    this.view.scrollToEnd();
   }
 
   onTyping(f) {

@@ -4,6 +4,7 @@
 // the widget working on pages with Trusted Types or a strict CSP.
 import css from "./styles.css";
 import { h, icon as svgIcon } from "./dom.js";
+import { fileList } from "./attachments.js";
 import { renderMarkdown } from "./markdown.js";
 
 const ICONS = {
@@ -178,7 +179,7 @@ export class View {
   scrollToEnd() { this.log.scrollTop = this.log.scrollHeight; }
 
   /** A bubble for `m` ({role, text, status}), at the end of the log or before `before`. */
-  addMessage(m, before = null) {
+  addMessage(m, before = this.tail || null) {
     const el = h("div", { class: `msg ${m.role}` });
     m.el = el;
     this.log.insertBefore(el, before);
@@ -202,6 +203,7 @@ export class View {
     }
     // A reply with no text yet is the typing indicator's, not an empty bubble.
     el.hidden = !m.text && writing(m);
+    if (m.attachments && m.attachments.length) el.append(fileList(m.attachments, "", this.t("files")));
     el.classList.toggle("failed", m.status === "failed");
     if (m.finish === "length" && m.status === "done") el.append(h("span", { class: "note cut", text: this.t("cutOff") }));
     if (m.status === "failed" || m.status === "cancelled") {
@@ -253,6 +255,13 @@ export class View {
     this.log.append(f);
     this.scrollToEnd();
     return f;
+  }
+
+  /** Keep `el` (the offline form) at the log's end, new messages going before it; null: none. */
+  setTail(el) {
+    if (this.tail && this.tail !== el) this.tail.remove();
+    this.tail = el;
+    if (el) this.log.append(el);
   }
 
   /** The typing indicator: "queued", "typing", or null to hide it. */
