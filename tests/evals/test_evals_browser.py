@@ -20,7 +20,7 @@ from tests.factories import make_tenant
 from tests.knowledge.conftest import import_help_centre
 from tests.ui.test_handoff import sign_in
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
+pytestmark = pytest.mark.django_db(transaction=True)
 OUT = Path(__file__).resolve().parents[2] / "docs" / "console"
 RUN_TIMEOUT_MS = 90_000
 
@@ -28,10 +28,10 @@ RUN_TIMEOUT_MS = 90_000
 def test_an_owner_drafts_tries_evaluates_and_compares(platform, browser):
     from playwright.sync_api import expect
 
-    created = make_tenant(slug="demo-co", max_output_tokens=24)
+    created = make_tenant(slug="demo-co", max_output_tokens=12)
     tenant = created.tenant
     import_help_centre(tenant)
-    cases_load(tenant=tenant, cases=json.loads(STARTER.read_text())[:4])
+    cases_load(tenant=tenant, cases=json.loads(STARTER.read_text())[:1])
     owner = user(first_name="Ada")
     Membership.objects.create(user=owner, tenant=tenant, role=Membership.Role.OWNER)
     ctx = browser.new_context(viewport={"width": 1280, "height": 1000}, device_scale_factor=1)
@@ -71,7 +71,7 @@ def test_an_owner_drafts_tries_evaluates_and_compares(platform, browser):
         page.get_by_label("Hand-over").select_option(label="Should not hand over")
         page.get_by_role("button", name="Add test case").click()
         expect(page.get_by_text("Test case added.")).to_be_visible()
-        expect(page.locator("tr[id^=case-]")).to_have_count(5)
+        expect(page.locator("tr[id^=case-]")).to_have_count(2)
 
         # A run with each, carried out by the CPU tier while the page polls.
         for settings in ("live", "draft"):
@@ -80,11 +80,11 @@ def test_an_owner_drafts_tries_evaluates_and_compares(platform, browser):
                              else "Run with the draft").click()
             expect(page.get_by_role("heading", name=f"{settings} settings")).to_be_visible()
             expect(page.locator("#run-body .badge").first).to_have_text("done", timeout=RUN_TIMEOUT_MS)
-            expect(page.locator("table.results tbody tr")).to_have_count(5)
+            expect(page.locator("table.results tbody tr")).to_have_count(2)
             expect(page.get_by_text("cases passed")).to_be_visible()
         runs = list(EvalRun.objects.filter(tenant=tenant).order_by("pk"))
-        assert [r.settings for r in runs] == ["live", "draft"] and all(r.summary["cases"] == 5 for r in runs)
-        assert UsageRecord.objects.filter(tenant=tenant).count() == 1 + 10
+        assert [r.settings for r in runs] == ["live", "draft"] and all(r.summary["cases"] == 2 for r in runs)
+        assert UsageRecord.objects.filter(tenant=tenant).count() == 1 + 4
         page.screenshot(path=str(OUT / "evals-run.png"), full_page=True)
 
         page.goto(f"{platform.base_url}/console/t/demo-co/assistant/evals/")
@@ -92,10 +92,10 @@ def test_an_owner_drafts_tries_evaluates_and_compares(platform, browser):
         page.get_by_label("with run").select_option(str(runs[1].pk))
         page.get_by_role("button", name="Compare").click()
         expect(page.get_by_role("heading", name=f"Run {runs[0].pk} and run {runs[1].pk}, side by side")).to_be_visible()
-        expect(page.locator("table.compare-cases tbody tr")).to_have_count(5)
+        expect(page.locator("table.compare-cases tbody tr")).to_have_count(2)
         passed = page.locator("table.compare-totals tr", has_text="Cases passed")
-        expect(passed).to_contain_text(f"{runs[0].summary['passed']}/5")
-        expect(passed).to_contain_text(f"{runs[1].summary['passed']}/5")
+        expect(passed).to_contain_text(f"{runs[0].summary['passed']}/2")
+        expect(passed).to_contain_text(f"{runs[1].summary['passed']}/2")
         page.screenshot(path=str(OUT / "evals-compare.png"), full_page=True)
         page.goto(f"{platform.base_url}/console/t/demo-co/assistant/evals/")
         page.screenshot(path=str(OUT / "evals.png"), full_page=True)
