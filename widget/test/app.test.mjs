@@ -85,6 +85,18 @@ test("out of hours the notice says when the team is back, calmly, and the form i
   assert.ok(offlineEl());
 });
 
+test("while the form shows, new messages go before it: it stays at the end", () => {
+  app.conversationId = "c1";
+  sock.frame({ type: "handoff", conversation: "c1", state: "pending_human", offline: true, closed: true });
+  app.view.input.value = "Do you ship to Iceland?";
+  app.send();
+  sock.frame({ type: "start", message: "r1" });
+  sock.frame({ type: "token", message: "r1", index: 0, text: "Yes." });
+  sock.frame({ type: "end", message: "r1", finish_reason: "stop" });
+  const kinds = log().children.map((c) => c.className);
+  assert.deepEqual(kinds.slice(-3), ["msg user", "msg assistant", "msg offline"]);
+});
+
 test("what the visitor sent replaces the form once the server has it", () => {
   app.conversationId = "c1";
   sock.frame({ type: "handoff", conversation: "c1", state: "pending_human", offline: true });

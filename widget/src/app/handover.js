@@ -53,12 +53,11 @@ export class Handover {
   /** Another conversation shows: nothing of this one's hand-over stays. */
   reset() {
     this.apply({ state: "bot" });
-    this.offline.hide();
+    this.view.setTail(null);
   }
 
-  /** Put the offline form (or what was sent) at the end of the log, where it belongs. */
+  /** Put the offline form (or what was sent) at the end of the log, where it stays. */
   place(conversation) {
-    if (this.form && conversation) this.view.log.append(this.offline.element(conversation, this.form));
-    else this.offline.hide();
+    this.view.setTail(this.form && conversation ? this.offline.element(conversation, this.form) : null);
   }
 }
