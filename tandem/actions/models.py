@@ -19,11 +19,11 @@ TOOL_ROLE = "tool"
 
 class Action(models.Model):
     class Method(models.TextChoices):
-        GET = "GET"
-        POST = "POST"
-        PUT = "PUT"
-        PATCH = "PATCH"
-        DELETE = "DELETE"
+        GET = "GET", "GET"
+        POST = "POST", "POST"
+        PUT = "PUT", "PUT"
+        PATCH = "PATCH", "PATCH"
+        DELETE = "DELETE", "DELETE"
 
     class Who(models.TextChoices):
         VERIFIED = "verified", "Verified users only"  # the site proved the user's id (identity hash)

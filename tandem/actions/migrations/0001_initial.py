@@ -26,7 +26,7 @@ class Migration(migrations.Migration):
                 ('description', models.TextField(max_length=1000)),
                 ('status_text', models.CharField(blank=True, default='', max_length=120)),
                 ('parameters', models.JSONField(default=dict)),
-                ('method', models.CharField(choices=[('GET', 'Get'), ('POST', 'Post'), ('PUT', 'Put'), ('PATCH', 'Patch'), ('DELETE', 'Delete')], default='GET', max_length=8)),
+                ('method', models.CharField(choices=[('GET', 'GET'), ('POST', 'POST'), ('PUT', 'PUT'), ('PATCH', 'PATCH'), ('DELETE', 'DELETE')], default='GET', max_length=8)),
                 ('url_template', models.CharField(max_length=2000)),
                 ('headers', models.JSONField(default=dict)),
                 ('secret_header_name', models.CharField(blank=True, default='', max_length=100)),
