@@ -121,6 +121,12 @@ def embed(texts: list[str]):
     return out
 
 
+def cache_clear() -> None:
+    """Forget every text embedded (what a benchmark of a question's full cost needs)."""
+    with _lock:
+        _cache.clear()
+
+
 def chunk_text(title: str, heading: str, text: str) -> str:
     """What a chunk's vector is computed from: its context, then its text."""
     return ". ".join(p for p in (title, heading, text) if p)

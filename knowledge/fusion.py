@@ -19,9 +19,13 @@ words, and rank fusion put them above the vectors' right answer (hit@3 0.73 agai
 vectors' answer (0.97) and still lets the words lift the right one among near-equals
 (0.98 on the paraphrases, against 0.975 for the vectors alone).
 
-A chunk whose cosine with the question is under DENSE_FLOOR does not enter from the
-dense side: every question has nearest neighbours, even one the help centre says
-nothing about, and such a question must still find nothing (the prompt then says so).
+When no chunk's cosine with the question reaches DENSE_FLOOR, the dense side offers
+nothing: every question has nearest neighbours, even one the help centre says nothing
+about, and such a question must still find nothing from them (the prompt then says so).
+The floor asks whether the question is about the help centre at all, not which chunks
+count: once the nearest chunk reaches it, the nearest FUSE_DEPTH all enter, ranked by
+their cosines (a cut per chunk dropped right answers whose cosine, for the hardest
+paraphrases, is as low as 0.19, where the nearest chunk was a wrong one above it).
 
 A hybrid hit's `score` is its fused score over the best a chunk can get (cosine 1 and
 the best full-text score), times SCORE_TOP: in [0, 0.99], higher is better (below 1, as
@@ -66,8 +70,9 @@ def hybrid_search(*, backend: SearchBackend, tenant_id: int, terms: list[str], q
     lexical = backend.search(tenant_id=tenant_id, terms=terms, k=depth, min_score=0.0, language=language) \
         if terms else []
     vector = embedding.embed([question])[0]
-    near = dict(cos for cos in dense.search(tenant_id=tenant_id, question=vector, k=depth, using=using)
-                if cos[1] >= DENSE_FLOOR)
+    near = dict(dense.search(tenant_id=tenant_id, question=vector, k=depth, using=using))
+    if not near or max(near.values()) < DENSE_FLOOR:
+        near = {}  # nothing in the help centre is near: the vectors offer nothing
     cosine = dict(near)
     unscored = [h.chunk_id for h in lexical if h.chunk_id not in cosine]
     if unscored:
