@@ -82,7 +82,7 @@ class SourceListSerializer(serializers.Serializer):
 
 class SourceUpdateSerializer(serializers.Serializer):
     name = serializers.CharField(required=False, max_length=200)
-    url = serializers.CharField(required=False, max_length=1000, help_text="website: the start page or a sitemap")
+    url = serializers.CharField(required=False, max_length=1000, help_text="website: the start page, a sitemap or an llms.txt")
     any_host = serializers.BooleanField(required=False, help_text="follow links to other hosts too")
     max_pages = serializers.IntegerField(required=False)
     max_depth = serializers.IntegerField(required=False)

@@ -18,9 +18,9 @@ def _int(label: str, name: str, help_text: str) -> forms.IntegerField:
 
 class SourceSettingsForm(Form):
     name = forms.CharField(label="Name", max_length=200)
-    url = forms.URLField(label="Start page or sitemap", max_length=1000, assume_scheme="https",
+    url = forms.URLField(label="Start page, sitemap or llms.txt", max_length=1000, assume_scheme="https",
                          widget=forms.TextInput(attrs={"inputmode": "url"}),  # styled as the other fields
-                         help_text="A page to crawl from, or a sitemap (.xml) listing the pages.")
+                         help_text="A page to crawl from, or a sitemap (.xml) or llms.txt listing the pages.")
     any_host = forms.BooleanField(label="Follow links to other hosts", required=False,
                                   help_text="Off: only pages on the start page's host.")
     max_pages = _int("Page limit", "max_pages", "Pages fetched per sync at most")
