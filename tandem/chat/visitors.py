@@ -100,10 +100,12 @@ def visitor_token_read(*, tenant: Tenant, token: str) -> str | None:
 
 def page_context(*, page_url: str = "", user_agent: str = "") -> dict:
     """The page a socket says it is on (an http(s) URL, else nothing: it becomes a link
-    in the console) and its browser's User-Agent, cut to their columns."""
-    page_url = (page_url or "").strip()
+    in the console), without its query or fragment (a site's pages may carry a visitor's
+    tokens there), and its browser's User-Agent, cut to their columns."""
     try:
-        ok = urlsplit(page_url).scheme in ("http", "https") and len(page_url) <= MAX_PAGE_URL
+        parts = urlsplit((page_url or "").strip())
+        page_url = parts._replace(query="", fragment="").geturl()
+        ok = parts.scheme in ("http", "https") and bool(parts.netloc) and len(page_url) <= MAX_PAGE_URL
     except ValueError:
         ok = False
     return {"page_url": page_url if ok else "", "user_agent": (user_agent or "")[:MAX_USER_AGENT]}

@@ -214,6 +214,7 @@ export class App {
     url.searchParams.set("key", this.key);
     url.searchParams.set("batch", "1"); // token frames may carry several tokens (`count`)
     if (this.locale) url.searchParams.set("locale", this.locale); // the assistant is asked to answer in it
+    url.searchParams.set("page", location.origin + location.pathname); // the inbox's side panel; no query
     this.socketVisitor = this.store.visitor;
     if (this.socketVisitor) url.searchParams.set("visitor", this.socketVisitor);
     if (this.user) {
