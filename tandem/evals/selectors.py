@@ -9,6 +9,7 @@ from tenants.models import Tenant
 from .models import EvalCase, EvalResult, EvalRun
 
 RUNS_SHOWN = 50
+BIGINT_LIMIT = 2**63
 
 
 def _by_int_id(model, what: str, *, tenant: Tenant, pk):
@@ -16,6 +17,8 @@ def _by_int_id(model, what: str, *, tenant: Tenant, pk):
         pk = int(str(pk))
     except (TypeError, ValueError):
         raise NotFound(what) from None
+    if not 0 < pk < BIGINT_LIMIT:  # the database would refuse the query (a 500), not find nothing
+        raise NotFound(what)
     row = access_list(model, tenant=tenant).filter(pk=pk).first()
     if row is None:
         raise NotFound(what)

@@ -71,7 +71,8 @@ def test_another_tenants_case_run_article_and_draft_are_not_found():
     b_run = finished_run(b.tenant, b_case)
     b_article = Article.objects.create(tenant=b.tenant, title="B", body="b", text="b")
     b_draft = drafts.draft_save(tenant=b.tenant, system_prompt="B's draft")
-    for path in (f"{CASES}{b_case.pk}/", f"{RUNS}{b_run.pk}/", f"{CASES}999999/", f"{RUNS}abc/"):
+    for path in (f"{CASES}{b_case.pk}/", f"{RUNS}{b_run.pk}/", f"{CASES}999999/", f"{RUNS}abc/",
+                 f"{CASES}{10**30}/", f"{RUNS}-1/"):
         resp = ca.get(path)
         assert resp.status_code == 404 and resp.json()["error"]["code"].endswith("_not_found"), path
     assert send(ca, "patch", f"{CASES}{b_case.pk}/", {"question": "Mine now?"}).status_code == 404
