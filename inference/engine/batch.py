@@ -28,7 +28,7 @@ import torch
 
 from .kv import KVCache
 from .model import CacheGroup, DecoderModel
-from .sampling import sample_tokens
+from .sampling import TokenLogprobs, sample
 from .sequence import Sequence
 
 _MIN_CAPACITY = 128
@@ -146,9 +146,10 @@ class DecodeBatch:
         slots = [slot for slot, s in enumerate(self.seqs) if s in seqs]
         return [self.remove(slot) for slot in reversed(slots)]
 
-    def step(self) -> list[tuple[Sequence, int]]:
-        """Feed every slot's last token, sample the next one; returns (sequence, token)
-        by slot (the order after this step's moves between classes)."""
+    def step(self) -> list[tuple[Sequence, int, TokenLogprobs | None]]:
+        """Feed every slot's last token, sample the next one; returns (sequence, token,
+        its logprobs if the sequence asked) by slot (the order after this step's moves
+        between classes)."""
         self._regroup()
         seqs = self.seqs
         dev = self.model.device
@@ -164,9 +165,9 @@ class DecodeBatch:
         logits = self.model.forward(
             input_ids, positions, groups, torch.zeros(len(seqs), dtype=torch.long, device=dev)
         )  # [n, V]
-        tokens = sample_tokens(logits, [s.sampling for s in seqs], [s.generator for s in seqs],
-                               [s.history for s in seqs], [s.matcher for s in seqs])
-        return list(zip(seqs, tokens.tolist(), strict=True))
+        got = sample(logits, [s.sampling for s in seqs], [s.generator for s in seqs],
+                     [s.history for s in seqs], [s.matcher for s in seqs])
+        return list(zip(seqs, got.tokens.tolist(), got.logprobs, strict=True))
 
     def _regroup(self) -> None:
         """Move sequences whose next position no longer fits into the next class; free

@@ -152,7 +152,7 @@ class EngineLoop:
         emitted = 0
         for seq in ordered:
             try:
-                reason = seq.accept(out.tokens[seq], self.eos_ids, self.max_context)
+                reason = seq.accept(out.tokens[seq], self.eos_ids, self.max_context, out.logprobs.get(seq))
             except Exception as exc:  # a callback raised: end this sequence only
                 log.exception("token callback failed for %s", seq.request_id)
                 leaving[seq] = ("error", repr(exc))

@@ -8,6 +8,11 @@ batcher's, by the scheduler's fair-share rule), the forward and the sampling of 
 output token (index 0) the runner's (runner.prefill_steps). The KV it returns is on the
 CPU by default, contiguous, ready for the KV store. Calls from several threads are
 serialised: one forward at a time makes best use of the cores (or the GPU) anyway.
+
+Identical prompts in one call (the n choices of one request: same token ids, same
+salts) are computed once: one row of the forward, its KV shared by their results, and
+each samples its own first token from that row's logits. Siblings that arrive in later
+calls share the prompt through the prefix cache instead (all but its last partial block).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from .loader import LoadedModel
 from .model import run_to_end
 from .prefix_cache import PrefixCache, PrefixHit, SharedPrefix
 from .runner import prefill_steps
-from .sampling import SamplingParams, make_generator
+from .sampling import SamplingParams, TokenLogprobs, make_generator
 from .scheduler import batch_by_length
 
 
@@ -48,6 +53,7 @@ class PrefillResult:
     # queue_ms (waiting in this call), lookup_ms (prefix cache), compute_ms (forward and
     # sampling of this request's batch, shared by its batch-mates), batch_size.
     timings: dict[str, float] = field(default_factory=dict)
+    first_logprobs: TokenLogprobs | None = None  # when the sampling asked for logprobs
     # Set when the first token already ends the sequence: "stop" (a stop token: do not
     # emit it), "length" (max_tokens == 1) or "context" (no room for a second token).
     # None means: hand to decode.
@@ -64,6 +70,11 @@ class _Item:
     @property
     def suffix(self) -> list[int]:
         return self.req.token_ids[self.hit.tokens :] if self.hit else self.req.token_ids
+
+    @property
+    def key(self) -> tuple:
+        """Prompts with the same key have the same KV: one computes it for all."""
+        return (tuple(self.req.token_ids), self.req.cache_salt, self.req.cache_shared)
 
 
 class PrefillEngine:
@@ -104,28 +115,40 @@ class PrefillEngine:
             hit = self.lookup(r.token_ids, r.cache_salt, r.cache_shared)
             items.append(_Item(i, r, hit, (time.perf_counter() - t0) * 1e3))
         cfg = self.config
-        for batch in batch_by_length(items, lambda it: len(it.suffix), max_batch=cfg.prefill_max_batch,
+        same: dict[tuple, list[_Item]] = {}
+        for it in items:
+            same.setdefault(it.key, []).append(it)
+        heads = [group[0] for group in same.values()]
+        for batch in batch_by_length(heads, lambda it: len(it.suffix), max_batch=cfg.prefill_max_batch,
                                      max_padded_tokens=cfg.prefill_max_tokens):
             t_start = time.perf_counter()
+            members = [(row, it) for row, head in enumerate(batch) for it in same[head.key]]
             out = yield from prefill_steps(
                 self.model,
                 [it.suffix for it in batch],
                 [(it.hit.k, it.hit.v) if it.hit else None for it in batch],
-                [(it.req.sampling, make_generator(it.req.sampling, tokens_done=0)) for it in batch],
-                [it.req.token_ids for it in batch],
+                [(it.req.sampling, make_generator(it.req.sampling, tokens_done=0)) for _, it in members],
+                [it.req.token_ids for _, it in members],
                 [self.grammars.matcher(it.req.sampling.grammar) if it.req.sampling.grammar else None
-                 for it in batch],
+                 for _, it in members],
+                sample_rows=[row for row, _ in members],
             )
             compute_ms = (time.perf_counter() - t_start) * 1e3
-            for it, (k, v), first in zip(batch, out.kvs, out.first_tokens, strict=True):
-                assert first is not None
+            kvs = []
+            for it, (k, v) in zip(batch, out.kvs, strict=True):
                 self.remember(it.req.token_ids, it.req.cache_salt, k, v, it.req.cache_shared)
+                kvs.append(KVCache(k.to(self.kv_device).contiguous(), v.to(self.kv_device).contiguous(),
+                                   self.fingerprint))
+            for (row, it), first, lp in zip(members, out.first_tokens, out.first_logprobs, strict=True):
+                assert first is not None
+                head = batch[row]
                 results[it.index] = PrefillResult(
                     request_id=it.req.request_id,
                     first_token=first,
-                    kv=KVCache(k.to(self.kv_device).contiguous(), v.to(self.kv_device).contiguous(),
-                               self.fingerprint),
-                    cached_tokens=it.hit.tokens if it.hit else 0,
+                    first_logprobs=lp,
+                    kv=kvs[row],
+                    # A sibling's whole prompt came from its head's forward.
+                    cached_tokens=(head.hit.tokens if head.hit else 0) if it is head else len(it.req.token_ids),
                     timings={"queue_ms": (t_start - t_call) * 1e3, "lookup_ms": it.lookup_ms,
                              "compute_ms": compute_ms, "batch_size": float(len(batch))},
                     finish_reason=self.first_token_finish(it.req, first),

@@ -24,7 +24,7 @@ from .batch import DecodeBatch
 from .kv import KVCache
 from .model import DecoderModel
 from .prefix_cache import PrefixCache
-from .sampling import SamplingParams, sample_tokens
+from .sampling import SamplingParams, TokenLogprobs, sample
 from .scheduler import PrefillChunk, StepPlan
 from .sequence import Sequence
 
@@ -36,6 +36,8 @@ class StepOutput:
     # The token each sequence sampled this step: a decode row's next one, or the first
     # (index 0) of a prompt this step's prefill completed.
     tokens: dict[Sequence, int] = field(default_factory=dict)
+    # The logprobs of those tokens, for the sequences that asked for them.
+    logprobs: dict[Sequence, TokenLogprobs] = field(default_factory=dict)
     # Sequences this step failed, with the error; nothing else of theirs ran.
     errors: list[tuple[Sequence, Exception]] = field(default_factory=list)
     prefill_ms: float = 0.0
@@ -46,6 +48,7 @@ class StepOutput:
 class PrefillOutput:
     kvs: list[Past]  # per row: past + piece, k and v [L, Hkv, P + n, D] on the model's device
     first_tokens: list[int | None]  # per row: the sampled token where one was asked for
+    first_logprobs: list[TokenLogprobs | None]  # per row: that token's, where asked for
 
 
 def prefill_steps(
@@ -55,25 +58,33 @@ def prefill_steps(
     sampling: list[tuple[SamplingParams, torch.Generator | None] | None],
     prompts: list[list[int]] | None = None,
     matchers: list[object | None] | None = None,
+    sample_rows: list[int] | None = None,
 ) -> Generator[None, None, PrefillOutput]:
     """One prefill forward over prompt pieces (each after its past KV), pausing after
     each layer (see DecoderModel.forward_steps); rows with sampling parameters sample a
     token from their last position's logits. `prompts`: each row's whole prompt, for
     the penalties that look back on it (None: the pieces are whole prompts); `matchers`:
-    each row's grammar matcher or None, which consumes the token it samples."""
+    each row's grammar matcher or None, which consumes the token it samples.
+
+    `sample_rows`: several samplers per piece (identical prompts computed once: n
+    choices of one request). Then `sampling`, `prompts` and `matchers` are per sampler,
+    sample_rows[j] is the piece sampler j draws from, and first_tokens / first_logprobs
+    are per sampler; `kvs` stay per piece."""
     kvs, logits = yield from model.prefill_steps(pieces, pasts)  # [B, V]
-    rows = [i for i, s in enumerate(sampling) if s is not None]
-    firsts: list[int | None] = [None] * len(pieces)
+    src = sample_rows if sample_rows is not None else list(range(len(pieces)))
+    rows = [j for j, s in enumerate(sampling) if s is not None]
+    firsts: list[int | None] = [None] * len(sampling)
+    first_lps: list[TokenLogprobs | None] = [None] * len(sampling)
     if rows:
-        chosen = [sampling[i] for i in rows]
-        whole = prompts if prompts is not None else pieces
-        picked = sample_tokens(logits[torch.tensor(rows, device=logits.device)],
-                               [s[0] for s in chosen], [s[1] for s in chosen],  # type: ignore[index]
-                               [(whole[i], []) for i in rows],
-                               [matchers[i] for i in rows] if matchers is not None else None)
-        for i, tok in zip(rows, picked.tolist(), strict=True):
-            firsts[i] = tok
-    return PrefillOutput(kvs, firsts)
+        chosen = [sampling[j] for j in rows]
+        whole = prompts if prompts is not None else [pieces[r] for r in src]
+        picked = sample(logits[torch.tensor([src[j] for j in rows], device=logits.device)],
+                        [s[0] for s in chosen], [s[1] for s in chosen],  # type: ignore[index]
+                        [(whole[j], []) for j in rows],
+                        [matchers[j] for j in rows] if matchers is not None else None)
+        for j, tok, lp in zip(rows, picked.tokens.tolist(), picked.logprobs, strict=True):
+            firsts[j], first_lps[j] = tok, lp
+    return PrefillOutput(kvs, firsts, first_lps)
 
 
 class ModelRunner:
@@ -116,7 +127,10 @@ class ModelRunner:
         if self.batch.size:
             t = time.perf_counter()
             try:
-                out.tokens.update(self.batch.step())
+                for seq, token, lp in self.batch.step():
+                    out.tokens[seq] = token
+                    if lp is not None:
+                        out.logprobs[seq] = lp
             except Exception as exc:  # every row fails; the prompts below still run
                 out.errors.extend((s, exc) for s in self.batch.seqs)
             out.decode_ms = (time.perf_counter() - t) * 1e3
@@ -148,7 +162,8 @@ class ModelRunner:
         sampling = [(c.seq.sampling, c.seq.generator) if c.completes else None for c in chunks]
         result = _run(prefill_steps(self.model, pieces, pasts, sampling, [c.seq.prompt for c in chunks],
                                     [c.seq.matcher for c in chunks]))
-        for c, (k, v), first in zip(chunks, result.kvs, result.first_tokens, strict=True):
+        for c, (k, v), first, lp in zip(chunks, result.kvs, result.first_tokens, result.first_logprobs,
+                                        strict=True):
             seq = c.seq
             seq.kv = KVCache(k, v, self.fingerprint)
             seq.prefilled += c.num_tokens
@@ -157,6 +172,8 @@ class ModelRunner:
                 if self.prefix_cache is not None:
                     self.prefix_cache.insert(seq.prompt, seq.cache_salt, k, v, seq.cache_shared)
                 out.tokens[seq] = first
+                if lp is not None:
+                    out.logprobs[seq] = lp
 
 
 def _run(steps: Generator[None, None, PrefillOutput]) -> PrefillOutput:

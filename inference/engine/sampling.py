@@ -5,6 +5,14 @@ prefill and decode) and the batched sampler. Reproducibility: a seeded sequence 
 exactly one uniform number per output token from its own CPU torch.Generator, so token i
 always uses draw i, whichever batch it shares and whichever worker (prefill or decode)
 produces it. Stop strings are not handled here; the caller passes a stop checker.
+
+Log probabilities (SamplingParams.logprobs / top_logprobs) are those of the distribution
+the token was drawn from, before truncation: the model's logits after penalties,
+logit_bias and the grammar mask, divided by the temperature (1 for a greedy row), then
+log-softmaxed over the whole vocabulary. top_k / top_p truncation is not applied to
+them (it would make most of the vocabulary -inf). A greedy row's token is therefore the
+first of its top_logprobs. A token the grammar forbids reports LOGPROB_FLOOR, as OpenAI
+reports -9999.0 for a token too unlikely to say (JSON has no -infinity).
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ from .penalties import History, penalise_
 # full sort of a whole vocabulary per row is far slower on a CPU than topk(64).
 _CANDIDATES = 64
 SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1  # what torch.Generator.manual_seed accepts, signed
+TOP_LOGPROBS_MAX = 20  # OpenAI's bound on top_logprobs
+LOGPROB_FLOOR = -9999.0
 
 
 @dataclass
@@ -41,6 +51,10 @@ class SamplingParams:
     logit_bias: tuple[tuple[int, float], ...] = field(default_factory=tuple)  # (token id, bias)
     # An llguidance grammar (grammar.py) the output must stay inside; None = free.
     grammar: str | None = None
+    # Report each output token's log probability, and the `top_logprobs` most likely
+    # alternatives at its position (0..20); see the module docstring for which ones.
+    logprobs: bool = False
+    top_logprobs: int = 0
 
     def __post_init__(self) -> None:
         if self.temperature < 0 or not 0 < self.top_p <= 1 or self.top_k < 0 or self.max_tokens < 1:
@@ -56,6 +70,8 @@ class SamplingParams:
         if self.seed is not None and not SEED_MIN <= self.seed <= SEED_MAX:
             raise ValueError(f"seed {self.seed} is outside [{SEED_MIN}, {SEED_MAX}]")
         self.stop_token_ids = tuple(int(t) for t in self.stop_token_ids)
+        if not 0 <= self.top_logprobs <= TOP_LOGPROBS_MAX or (self.top_logprobs and not self.logprobs):
+            raise ValueError(f"top_logprobs {self.top_logprobs} needs logprobs and 0..{TOP_LOGPROBS_MAX}")
 
     @property
     def greedy(self) -> bool:
@@ -89,6 +105,20 @@ def make_generator(params: SamplingParams, tokens_done: int) -> torch.Generator 
     return g
 
 
+@dataclass(frozen=True)
+class TokenLogprobs:
+    """A sampled token's log probability and its position's most likely tokens."""
+
+    logprob: float
+    top: tuple[tuple[int, float], ...] = ()  # (token id, logprob), most likely first
+
+
+@dataclass(frozen=True)
+class Sampled:
+    tokens: torch.Tensor  # [B] int64
+    logprobs: list[TokenLogprobs | None]  # per row; None where the row did not ask
+
+
 def sample_tokens(
     logits: torch.Tensor,  # [B, V], any float dtype (the model's)
     params: Sequence[SamplingParams],
@@ -97,11 +127,50 @@ def sample_tokens(
     matchers: Sequence[object | None] | None = None,  # per row: its grammar's matcher, or None
 ) -> torch.Tensor:  # [B] int64, on logits' device
     """The next token of each row; a constrained row's matcher consumes the one it got."""
+    return sample(logits, params, generators, histories, matchers).tokens
+
+
+def sample(
+    logits: torch.Tensor,  # [B, V], any float dtype (the model's)
+    params: Sequence[SamplingParams],
+    generators: Sequence[torch.Generator | None],
+    histories: Sequence[History] | None = None,
+    matchers: Sequence[object | None] | None = None,
+) -> Sampled:
+    """sample_tokens, with the log probabilities of the rows that ask for them."""
     logits = adjusted_logits(logits, params, histories, matchers)
     tokens = _pick(logits, params, generators)
     if matchers is not None and any(m is not None for m in matchers):
         consume(matchers, tokens.tolist())
-    return tokens
+    return Sampled(tokens, token_logprobs(logits, params, tokens))
+
+
+def token_logprobs(
+    logits: torch.Tensor,  # [B, V], as adjusted_logits returns them
+    params: Sequence[SamplingParams],
+    tokens: torch.Tensor,  # [B] the tokens sampled
+) -> list[TokenLogprobs | None]:
+    """Each asking row's token logprob and top alternatives, in one batched pass over
+    those rows only (a batch that asks for none costs nothing)."""
+    rows = [i for i, p in enumerate(params) if p.logprobs]
+    out: list[TokenLogprobs | None] = [None] * len(params)
+    if not rows:
+        return out
+    dev = logits.device
+    idx = torch.tensor(rows, device=dev)
+    temp = torch.tensor([params[i].temperature or 1.0 for i in rows], device=dev)[:, None]
+    lp = torch.log_softmax(logits[idx].float() / temp, dim=-1)  # [R, V]
+    chosen = lp.gather(1, tokens[idx][:, None])[:, 0].clamp_(min=LOGPROB_FLOOR).tolist()  # [R]
+    k = max(params[i].top_logprobs for i in rows)
+    top_vals: list[list[float]] = [[] for _ in rows]
+    top_ids: list[list[int]] = [[] for _ in rows]
+    if k:
+        vals, ids = lp.topk(k, dim=-1)  # [R, k], sorted descending
+        top_vals, top_ids = vals.clamp_(min=LOGPROB_FLOOR).tolist(), ids.tolist()
+    for j, i in enumerate(rows):
+        n = params[i].top_logprobs
+        out[i] = TokenLogprobs(chosen[j], tuple(zip(top_ids[j][:n], top_vals[j][:n], strict=True)))
+    return out
 
 
 def adjusted_logits(logits: torch.Tensor, params: Sequence[SamplingParams],

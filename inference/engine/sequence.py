@@ -21,7 +21,7 @@ import torch
 
 from .kv import KVCache
 from .prefix_cache import SharedPrefix
-from .sampling import SamplingParams
+from .sampling import SamplingParams, TokenLogprobs
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,7 @@ class TokenEvent:
     index: int
     token_id: int
     timestamp: float
+    logprobs: TokenLogprobs | None = None  # when the sequence's sampling asked for them
 
 
 @dataclass(frozen=True)
@@ -145,14 +146,15 @@ class Sequence:
     def is_stop_token(self, token: int, eos_ids: frozenset[int]) -> bool:
         return token in self.sampling.stop_token_ids or (not self.sampling.ignore_eos and token in eos_ids)
 
-    def accept(self, token: int, eos_ids: frozenset[int], max_context: int) -> str | None:
+    def accept(self, token: int, eos_ids: frozenset[int], max_context: int,
+               logprobs: TokenLogprobs | None = None) -> str | None:
         """Take the next output token: emit it unless it stops the sequence; say if done."""
         if self.is_stop_token(token, eos_ids):
             return "stop"
         index = len(self.tokens)
         self.tokens.append(token)
         now = time.time()
-        self.handle._put(TokenEvent(self.request_id, index, token, now))
+        self.handle._put(TokenEvent(self.request_id, index, token, now, logprobs))
         if self.on_token is not None:
             self.on_token(self.request_id, index, token, now)
         return self.done_reason(max_context)

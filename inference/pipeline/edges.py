@@ -25,7 +25,7 @@ def sampling_params(s: Sampling) -> SamplingParams:
                           max_tokens=max(1, s.max_tokens), frequency_penalty=s.frequency_penalty,
                           presence_penalty=s.presence_penalty, repetition_penalty=s.repetition_penalty,
                           logit_bias=[(int(t), float(b)) for t, b in s.logit_bias],
-                          grammar=s.grammar or None)
+                          grammar=s.grammar or None, logprobs=s.logprobs, top_logprobs=s.top_logprobs)
 
 
 def cache_shared(spec: RequestSpec) -> SharedPrefix | None:

@@ -10,6 +10,7 @@ import time
 
 from ..engine.sequence import StreamHandle
 from ..text.detokenize import IncrementalDetokenizer
+from ..text.logprobs import logprobs_entry, token_bytes
 from ..wire import metrics, streams
 from ..wire.spec import RequestSpec
 from ..worker.runtime import Runtime
@@ -27,6 +28,8 @@ class SequenceFollower:
         self.finish: dict = {}
         self.stop_strings = [s for s in spec.sampling.stop if s]
         self.stop_hit = False
+        self.token_bytes = (token_bytes(rt.model.model_dir, rt.model.model.shape.vocab)
+                            if spec.sampling.logprobs else None)
 
     def on_finish(self, _request_id, reason, stats) -> None:  # engine thread: keep it quick
         self.finish.update(reason=reason, stats=stats)
@@ -46,8 +49,10 @@ class SequenceFollower:
                 last = ev.timestamp
                 piece = self._apply_stop(self.detok.push(ev.token_id))
                 self.parts.append(piece)
+                lp = (logprobs_entry(self.token_bytes, ev.token_id, ev.logprobs)
+                      if self.token_bytes is not None and ev.logprobs is not None else None)
                 self.rt.publisher.put(self.spec.request_id,
-                                      streams.token_record(ev.index, piece, ev.token_id, ev.timestamp))
+                                      streams.token_record(ev.index, piece, ev.token_id, ev.timestamp, lp))
                 if self.stop_hit:
                     handle.cancel()
                     break

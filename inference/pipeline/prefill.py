@@ -12,6 +12,7 @@ import time
 
 from ..engine.prefill import PrefillRequest
 from ..text.detokenize import IncrementalDetokenizer
+from ..text.logprobs import logprobs_entry, token_bytes
 from ..wire import broker, metrics, streams, worker_ownership
 from ..wire.spec import RequestSpec
 from ..wire.worker_ownership import Stage
@@ -77,7 +78,10 @@ def _prefill(rt: Runtime, spec: RequestSpec, *, epoch: int, resumed: bool) -> No
         text = IncrementalDetokenizer(rt.model.tokenizer, spec.prompt_token_ids).push(first)
         if streamed is None or not streamed.token_ids:
             # The first token goes out before anything else: it is the user's time to first token.
-            streams.publish(rt.client, request_id, [streams.token_record(0, text, first)])
+            lp = (logprobs_entry(token_bytes(rt.model.model_dir, rt.model.model.shape.vocab), first,
+                                 result.first_logprobs)
+                  if result.first_logprobs is not None and first == result.first_token else None)
+            streams.publish(rt.client, request_id, [streams.token_record(0, text, first, logprobs=lp)])
             metrics.TIME_TO_FIRST_TOKEN.labels(spec.prefill_pool, metrics.tenant_label(spec.tenant_id)).observe(
                 ttft_ms / 1000)
         if finish_reason is not None:  # max_tokens == 1, or the context is full

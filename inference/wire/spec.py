@@ -31,6 +31,9 @@ class Sampling:
     # The llguidance grammar the reply must stay inside (inference.engine.grammar): a
     # response_format's JSON schema, compiled and checked by the web tier; "" = free.
     grammar: str = ""
+    # Each token's logprob in the stream's token records, with this many alternatives.
+    logprobs: bool = False
+    top_logprobs: int = 0
 
 
 @dataclass

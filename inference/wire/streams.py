@@ -6,7 +6,9 @@ point (resume after a reconnect) and that the web tier tails without any worker 
 who listens.
 
 Records (all values are strings in Redis, decoded here):
-  token   index (0-based, dense), text (the detokenized increment), token_id, ts
+  token   index (0-based, dense), text (the detokenized increment), token_id, ts, and
+          logprobs (JSON, only when the request asked: OpenAI's content entry, see
+          inference.text.logprobs)
   status  state (queued | prefilling | decoding), detail
   end     finish_reason, usage (JSON), timings (JSON: ttft_ms from the request's
           enqueueing, duration_ms, prefill_engine_ms: the prefill engine's share of the
@@ -50,7 +52,7 @@ def decode_record(fields: dict) -> dict[str, Any]:
         rec["index"] = int(rec["index"])
     if "token_id" in rec:
         rec["token_id"] = int(rec["token_id"])
-    for key in ("usage", "timings", "sources"):
+    for key in ("usage", "timings", "sources", "logprobs"):
         if key in rec:
             rec[key] = json.loads(rec[key])
     return rec
@@ -71,8 +73,12 @@ def append(pipe: redis.client.Pipeline, request_id: str, records: Iterable[dict[
     pipe.expire(name, STREAM_TTL_S)
 
 
-def token_record(index: int, text: str, token_id: int, ts: float | None = None) -> dict[str, Any]:
-    return {"type": "token", "index": index, "text": text, "token_id": token_id, "ts": ts or time.time()}
+def token_record(index: int, text: str, token_id: int, ts: float | None = None,
+                 logprobs: dict | None = None) -> dict[str, Any]:
+    rec = {"type": "token", "index": index, "text": text, "token_id": token_id, "ts": ts or time.time()}
+    if logprobs is not None:
+        rec["logprobs"] = logprobs
+    return rec
 
 
 def end_record(finish_reason: str, usage: dict, timings: dict | None = None,

@@ -119,14 +119,16 @@ class ConversationMessagesView(AsyncAPIView):
         body = self.json_body(request)
         refuse_unknown(body, s.PostMessageSerializer)
         data = self.validate(s.PostMessageSerializer, body)
-        sampling = sampling_for_tandem(quota=api_key.tenant.quota, max_tokens=data.get("max_tokens"),
-                                       temperature=data.get("temperature"), seed=data.get("seed"),
-                                       frequency_penalty=data.get("frequency_penalty"),
-                                       presence_penalty=data.get("presence_penalty"))
+        # Reads the tenant's repetition control (tandem.repetition): the database.
+        sampling = await sync_to_async(sampling_for_tandem)(
+            quota=api_key.tenant.quota, max_tokens=data.get("max_tokens"), temperature=data.get("temperature"),
+            seed=data.get("seed"), frequency_penalty=data.get("frequency_penalty"),
+            presence_penalty=data.get("presence_penalty"), top_p=data.get("top_p"),
+            repetition_penalty=data.get("repetition_penalty"))
         sub = await sync_to_async(submit_or_raise)(
             api_key=api_key, messages=[("user", data["content"])], conversation_id=conversation_id,
             channel=Conversation.Channel.API, sampling=sampling, input_param="content")
-        reply = Reply(sub, completion_id=f"msg-{sub.assistant_message.pk}")
+        reply = Reply([sub], completion_id=f"msg-{sub.assistant_message.pk}")
         if data.get("stream"):
             return await reply.stream(include_usage=True)
         return await reply.complete()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 from asgiref.sync import sync_to_async
 from django.http import JsonResponse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 
+from inference.wire.spec import Sampling
 from tandem.chat import services
 from tandem.chat.models import Conversation
 from tandem.chat.sampling import sampling_for_openai
@@ -65,6 +67,7 @@ class ChatCompletionsView(AsyncAPIView):
             presence_penalty=data.get("presence_penalty"), repetition_penalty=data.get("repetition_penalty"),
             logit_bias=data.get("logit_bias"),
             grammar=tool_calls.grammar(data) if calling else grammar_for_response_format(data.get("response_format")),
+            logprobs=data.get("logprobs"), top_logprobs=data.get("top_logprobs"),
         )
         # OpenAI's "developer" role is its newer name for "system"; tool calls and results
         # are written in the prompt format of tandem.api.tool_calls.
@@ -72,16 +75,39 @@ class ChatCompletionsView(AsyncAPIView):
                     for m in data["messages"]]
         if calling:
             messages.insert(0, ("system", tool_calls.system_prompt(data)))
-        sub = await sync_to_async(submit_or_raise)(
-            api_key=api_key, messages=messages, channel=Conversation.Channel.API,
+        subs = await sync_to_async(submit_choices)(
+            n=data.get("n") or 1, api_key=api_key, messages=messages, channel=Conversation.Channel.API,
             visitor_id=data.get("user") or data.get("safety_identifier") or "", sampling=sampling,
         )
-        reply = Reply(sub, completion_id=f"chatcmpl-{uuid.UUID(str(sub.assistant_message.pk)).hex}",
-                      tools=calling)
+        reply = Reply(subs, completion_id=f"chatcmpl-{uuid.UUID(str(subs[0].assistant_message.pk)).hex}",
+                      tools=calling, logprobs=bool(data.get("logprobs")))
         if data.get("stream"):
             include_usage = bool((data.get("stream_options") or {}).get("include_usage"))
             return await reply.stream(include_usage=include_usage)
         return await reply.complete()
+
+
+def submit_choices(*, n: int, sampling: Sampling, **kwargs) -> list[services.Submission]:
+    """The `n` choices of one request: the same prompt submitted n times, each a reply of
+    its own. The prompts are identical under the tenant's cache salt (a REST prompt's),
+    so their KV is computed once: in one prefill forward when they meet there, through
+    the prefix cache when they do not (docs/api.md). A seeded request's choice i draws
+    from seed + i, so that the choices differ as OpenAI's do. A refusal of any choice
+    cancels the ones before it."""
+    subs: list[services.Submission] = []
+    try:
+        for i in range(n):
+            seed = sampling.seed if sampling.seed is None or not i else _wrap_seed(sampling.seed + i)
+            subs.append(submit_or_raise(sampling=dataclasses.replace(sampling, seed=seed), **kwargs))
+    except BaseException:
+        for sub in subs:
+            services.chat_cancel(tenant=sub.api_key.tenant, message_id=sub.assistant_message.pk)
+        raise
+    return subs
+
+
+def _wrap_seed(seed: int) -> int:
+    return seed if seed <= s.SEED_MAX else seed - 2**64
 
 
 class ModelsView(AsyncAPIView):

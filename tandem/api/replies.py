@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import AsyncIterator
 
 from django.conf import settings
 from django.http import JsonResponse, StreamingHttpResponse
@@ -49,16 +50,28 @@ def _raise_for(rec: dict, headers: dict) -> None:
 
 
 class Reply:
-    def __init__(self, submission: Submission, *, completion_id: str, tools: bool = False):
-        self.submission = submission
+    """One chat-completions answer over the replies of its choices (`n` submissions of
+    the same prompt, choice i being submissions[i]); `logprobs`: the request asked for
+    them (each token record then carries its content entry)."""
+
+    def __init__(self, submissions: list[Submission], *, completion_id: str, tools: bool = False,
+                 logprobs: bool = False):
+        self.submissions = submissions
         self.tools = tools  # the reply may be a tool call (tandem.api.tool_calls)
-        self.request_id = str(submission.assistant_message.pk)
+        self.logprobs = logprobs
+        self.request_ids = [str(sub.assistant_message.pk) for sub in submissions]
+        self.request_id = self.request_ids[0]
         self.completion_id = completion_id
         self.created = int(time.time())
-        self.headers = {**submission.admission.headers(), "x-request-id": self.request_id,
-                        "x-tandem-conversation": str(submission.conversation.pk)}
+        # The rate-limit headers of the last admission: what is left after all the choices.
+        self.headers = {**submissions[-1].admission.headers(), "x-request-id": self.request_id,
+                        "x-tandem-conversation": str(submissions[0].conversation.pk)}
 
-    async def _first(self, follower: ReplyFollower, records) -> list[dict]:
+    def _followers(self) -> list[ReplyFollower]:
+        return [ReplyFollower(rid, served=sub.served) for rid, sub in zip(self.request_ids, self.submissions,
+                                                                           strict=True)]
+
+    async def _first(self, records) -> list[dict]:
         """Records up to and including the first token or the end; raises on an error."""
         got = []
         async for rec in records:
@@ -69,36 +82,42 @@ class Reply:
                 return got
         return got
 
+    async def _collect(self, records) -> tuple[list[str], list[dict], dict]:
+        """A whole choice: its texts, its logprobs entries and its end record."""
+        pieces, entries = [], []
+        async for rec in records:
+            if rec["type"] == "token":
+                pieces.append(rec["text"])
+                if "logprobs" in rec:
+                    entries.append(rec["logprobs"])
+            elif rec["type"] == "error":
+                _raise_for(rec, self.headers)
+            elif rec["type"] == "end":
+                return pieces, entries, rec
+        raise ApiError(502, "The reply's stream ended without its end.", code="stream_broken")
+
     async def complete(self) -> JsonResponse:
-        follower = ReplyFollower(self.request_id, served=self.submission.served)
-        records = follower.records()
+        followers = self._followers()
         try:
-            pieces, end = [], None
-            for rec in await self._first(follower, records):
-                if rec["type"] == "token":
-                    pieces.append(rec["text"])
-                else:
-                    end = rec
-            if end is None:
-                async for rec in records:
-                    if rec["type"] == "token":
-                        pieces.append(rec["text"])
-                    elif rec["type"] == "error":
-                        _raise_for(rec, self.headers)
-                    elif rec["type"] == "end":
-                        end = rec
-        except asyncio.CancelledError:
-            await follower.cancel()  # the client went away: free the decode slot
+            choices = await asyncio.gather(*(self._collect(f.records()) for f in followers))
+        except BaseException:
+            # The client went away, or one choice failed: free every decode slot.
+            await asyncio.gather(*(f.cancel() for f in followers), return_exceptions=True)
             raise
-        message, finish = {"role": "assistant", "content": "".join(pieces)}, FINISH.get(end["finish_reason"], "stop")
-        if self.tools:
-            message, finish = tool_calls.completion_message(message["content"], finish, request_id=self.request_id)
+        body_choices, ends = [], []
+        for index, (request_id, (pieces, entries, end)) in enumerate(zip(self.request_ids, choices, strict=True)):
+            message, finish = {"role": "assistant", "content": "".join(pieces)}, FINISH.get(end["finish_reason"], "stop")
+            if self.tools:
+                message, finish = tool_calls.completion_message(message["content"], finish, request_id=request_id)
+            body_choices.append({"index": index, "message": message, "finish_reason": finish,
+                                 "logprobs": _logprobs(entries) if self.logprobs else None})
+            ends.append(end)
         body = {
             "id": self.completion_id, "object": "chat.completion", "created": self.created,
             "model": served_model_id(), "system_fingerprint": None,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-            "usage": end["usage"],
-            "sources": end.get("sources", []),
+            "choices": body_choices,
+            "usage": _usage(ends),
+            "sources": ends[0].get("sources", []),
         }
         resp = JsonResponse(body)
         for k, v in self.headers.items():
@@ -106,40 +125,60 @@ class Reply:
         return resp
 
     async def stream(self, *, include_usage: bool) -> StreamingHttpResponse:
-        follower = ReplyFollower(self.request_id, served=self.submission.served)
-        records = follower.records()
+        followers = self._followers()
+        iters = [f.records() for f in followers]
         try:
-            first = await self._first(follower, records)
-        except asyncio.CancelledError:
-            await follower.cancel()  # the client went away before the first token
+            firsts = await asyncio.gather(*(self._first(it) for it in iters))
+        except BaseException:
+            await asyncio.gather(*(f.cancel() for f in followers), return_exceptions=True)
             raise
 
         async def events():
             try:
-                yield self._chunk({"role": "assistant", "content": ""}, include_usage=include_usage)
-                calls = tool_calls.StreamedCalls(self.request_id) if self.tools else None
-                async for rec in _chain(first, records):
-                    if rec["type"] == "token" and rec["text"]:
-                        for delta in calls.feed(rec["text"]) if calls else [{"content": rec["text"]}]:
-                            yield self._chunk(delta, include_usage=include_usage)
+                for index in range(len(iters)):
+                    yield self._chunk(index, {"role": "assistant", "content": ""}, include_usage=include_usage)
+                calls = ([tool_calls.StreamedCalls(rid) for rid in self.request_ids] if self.tools
+                         else [None] * len(iters))
+                # Logprobs of tokens whose text is held back (part of a character, a
+                # tool call's syntax) ride on their choice's next chunk.
+                pending: list[list[dict]] = [[] for _ in iters]
+                ends: dict[int, dict] = {}
+                async for index, rec in _merge([_chain(first, it) for first, it in zip(firsts, iters, strict=True)]):
+                    if rec["type"] == "token":
+                        if "logprobs" in rec:
+                            pending[index].append(rec["logprobs"])
+                        if not rec["text"]:
+                            continue
+                        feed = calls[index].feed(rec["text"]) if calls[index] else [{"content": rec["text"]}]
+                        for delta in feed:
+                            yield self._chunk(index, delta, include_usage=include_usage, logprobs=pending[index])
+                            pending[index] = []
                     elif rec["type"] == "error":
                         # Headers are gone: report in-band, as OpenAI does mid-stream.
                         yield _sse({"error": {"message": rec["message"], "type": "server_error",
                                               "param": None, "code": rec["code"]}})
+                        await asyncio.gather(*(f.cancel() for f in followers), return_exceptions=True)
                         break
                     elif rec["type"] == "end":
-                        sources = rec.get("sources", [])
+                        ends[index] = rec
                         finish = FINISH.get(rec["finish_reason"], "stop")
-                        for delta in calls.end() if calls else []:
-                            yield self._chunk(delta, include_usage=include_usage)
-                        if calls and calls.called:
+                        for delta in calls[index].end() if calls[index] else []:
+                            yield self._chunk(index, delta, include_usage=include_usage, logprobs=pending[index])
+                            pending[index] = []
+                        if calls[index] and calls[index].called:
                             finish = "tool_calls"
-                        yield self._chunk({}, finish=finish, include_usage=include_usage, sources=sources)
-                        if include_usage:
-                            yield _sse(self._base(choices=[], usage=rec["usage"], sources=sources))
+                        if pending[index]:
+                            yield self._chunk(index, {}, include_usage=include_usage, logprobs=pending[index])
+                        last = len(ends) == len(iters)
+                        sources = ends[0].get("sources", []) if last and 0 in ends else None
+                        yield self._chunk(index, {}, finish=finish, include_usage=include_usage, sources=sources)
+                        if last and include_usage:
+                            yield _sse(self._base(choices=[], usage=_usage([ends[i] for i in sorted(ends)]),
+                                                  sources=sources or []))
                 yield "data: [DONE]\n\n"
             except (asyncio.CancelledError, GeneratorExit):
-                await follower.cancel()  # the client disconnected: cancel the request
+                # The client disconnected: cancel the requests.
+                await asyncio.gather(*(f.cancel() for f in followers), return_exceptions=True)
                 raise
 
         resp = StreamingHttpResponse(events(), content_type="text/event-stream")
@@ -153,14 +192,28 @@ class Reply:
         return {"id": self.completion_id, "object": "chat.completion.chunk", "created": self.created,
                 "model": served_model_id(), "system_fingerprint": None, **extra}
 
-    def _chunk(self, delta: dict, *, finish: str | None = None, include_usage: bool,
-               sources: list | None = None) -> str:
-        body = self._base(choices=[{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}])
+    def _chunk(self, index: int, delta: dict, *, finish: str | None = None, include_usage: bool,
+               sources: list | None = None, logprobs: list[dict] | None = None) -> str:
+        choice = {"index": index, "delta": delta, "finish_reason": finish,
+                  "logprobs": _logprobs(logprobs) if self.logprobs and logprobs else None}
+        body = self._base(choices=[choice])
         if include_usage:
             body["usage"] = None
         if sources is not None:
             body["sources"] = sources
         return _sse(body)
+
+
+def _logprobs(entries: list[dict]) -> dict:
+    return {"content": entries, "refusal": None}
+
+
+def _usage(ends: list[dict]) -> dict:
+    """The choices' usage together: the prompt once (its KV is shared), every choice's
+    completion tokens."""
+    first = ends[0]["usage"]
+    completion = sum(e["usage"]["completion_tokens"] for e in ends)
+    return {**first, "completion_tokens": completion, "total_tokens": first["prompt_tokens"] + completion}
 
 
 async def _chain(first: list[dict], rest):
@@ -170,6 +223,40 @@ async def _chain(first: list[dict], rest):
         return
     async for rec in rest:
         yield rec
+
+
+async def _merge(sources: list) -> AsyncIterator[tuple[int, dict]]:
+    """(choice index, record) from several choices' records as they arrive; each
+    choice's records stay in order. An error reading one is raised here."""
+    if len(sources) == 1:
+        async for rec in sources[0]:
+            yield 0, rec
+        return
+    queue: asyncio.Queue = asyncio.Queue()
+    done = object()
+
+    async def pump(i: int, source) -> None:
+        try:
+            async for rec in source:
+                await queue.put((i, rec))
+        except Exception as exc:  # noqa: BLE001 - handed to the reader, which raises it
+            await queue.put((i, exc))
+        await queue.put((i, done))
+
+    tasks = [asyncio.ensure_future(pump(i, src)) for i, src in enumerate(sources)]
+    try:
+        remaining = len(tasks)
+        while remaining:
+            i, rec = await queue.get()
+            if rec is done:
+                remaining -= 1
+            elif isinstance(rec, Exception):
+                raise rec
+            else:
+                yield i, rec
+    finally:
+        for t in tasks:
+            t.cancel()
 
 
 def _sse(obj: dict) -> str:

@@ -4,7 +4,7 @@ DRF drops fields a serializer does not declare, so a request with `tools` or
 `response_format` used to get free prose with a 200, and the client could not tell its
 request was not honoured. This table is checked before the serializer: a field is either
 honoured (declared in ChatCompletionRequestSerializer), accepted only at values that
-mean "off" (`n: 1`, `store: false`), or refused with a 400 naming it
+mean "off" (`store: false`), or refused with a 400 naming it
 (`unsupported_parameter`); a field OpenAI does not define is `unknown_parameter`. The
 same holds inside each message. docs/api.md lists the table in words."""
 
@@ -24,7 +24,7 @@ def _off(*values) -> Callable[[Any], bool]:
 HONOURED = frozenset({
     "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "seed", "stop",
     "stream", "stream_options", "user", "n", "frequency_penalty", "presence_penalty", "logit_bias",
-    "response_format", "tools", "tool_choice", "parallel_tool_calls",
+    "response_format", "tools", "tool_choice", "parallel_tool_calls", "logprobs", "top_logprobs",
     "safety_identifier",  # OpenAI's newer `user`: the visitor id when `user` is absent
     # Extensions vLLM spells the same way (docs/api.md).
     "top_k", "repetition_penalty",
@@ -36,12 +36,11 @@ ACCEPTED_WHEN: dict[str, Callable[[Any], bool]] = {
     "metadata": lambda v: v is None or v == {},  # tags for stored completions
     "modalities": lambda v: v is None or v == ["text"],
     "service_tier": _off("auto", "default"),  # one tier: every request gets it
-    "logprobs": _off(False),
 }
 
 # OpenAI's fields Tandem does not honour: any value other than null is refused.
 REFUSED = frozenset({
-    "audio", "function_call", "functions", "top_logprobs", "prediction", "prompt_cache_key", "prompt_cache_retention",
+    "audio", "function_call", "functions", "prediction", "prompt_cache_key", "prompt_cache_retention",
     "reasoning_effort", "verbosity", "web_search_options",
 })
 

@@ -15,6 +15,8 @@ FUNCTION_NAME = r"^[a-zA-Z0-9_-]{1,64}$"  # OpenAI's rule for a function's name
 SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
 VISITOR_ID_MAX = 128  # chat.Conversation.visitor_id
 TOP_K_MAX = 1000
+N_MAX = 8  # choices per request: each is a reply of its own, sharing the prompt's KV
+TOP_LOGPROBS_MAX = 20  # OpenAI's bound (inference.engine.sampling has the same)
 LOGIT_BIAS_MAX = 300  # OpenAI's own cap on the entries of logit_bias
 
 
@@ -193,7 +195,10 @@ class ChatCompletionRequestSerializer(serializers.Serializer):
     # Stored as the conversation's visitor id: the column's length, or PostgreSQL refuses it.
     user = serializers.CharField(required=False, allow_blank=True, max_length=VISITOR_ID_MAX)
     safety_identifier = serializers.CharField(required=False, allow_blank=True, max_length=VISITOR_ID_MAX)
-    n = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=1)
+    n = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=N_MAX)
+    logprobs = serializers.BooleanField(required=False, allow_null=True)
+    top_logprobs = serializers.IntegerField(required=False, allow_null=True, min_value=0,
+                                            max_value=TOP_LOGPROBS_MAX)
     # vLLM's extension: keep the k most likely tokens (0 or absent: off).
     top_k = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=TOP_K_MAX)
     frequency_penalty = serializers.FloatField(required=False, allow_null=True, min_value=-2, max_value=2)
@@ -226,6 +231,8 @@ class ChatCompletionRequestSerializer(serializers.Serializer):
             raise serializers.ValidationError({"tool_choice": "tool_choice needs tools."})
         if isinstance(choice, dict) and choice["function"]["name"] not in names:
             raise serializers.ValidationError({"tool_choice": f"No tool is named '{choice['function']['name']}'."})
+        if attrs.get("top_logprobs") is not None and not attrs.get("logprobs"):
+            raise serializers.ValidationError({"top_logprobs": "top_logprobs needs logprobs: true."})
         if tools and choice != "none" and (attrs.get("response_format") or {}).get("type", "text") != "text":
             raise serializers.ValidationError(
                 {"response_format": "A response_format beside tools is not supported; the tools' grammar applies."})
@@ -245,11 +252,26 @@ class ChoiceMessageSerializer(serializers.Serializer):
     tool_calls = ToolCallSerializer(many=True, required=False)
 
 
+class TopLogprobSerializer(serializers.Serializer):
+    token = serializers.CharField(allow_blank=True)
+    logprob = serializers.FloatField(help_text="-9999.0 for a token the grammar forbids")
+    bytes = serializers.ListField(child=serializers.IntegerField(min_value=0, max_value=255))
+
+
+class TokenLogprobSerializer(TopLogprobSerializer):
+    top_logprobs = TopLogprobSerializer(many=True)
+
+
+class ChoiceLogprobsSerializer(serializers.Serializer):
+    content = TokenLogprobSerializer(many=True)
+    refusal = serializers.JSONField(allow_null=True)
+
+
 class ChoiceSerializer(serializers.Serializer):
     index = serializers.IntegerField()
     message = ChoiceMessageSerializer()
     finish_reason = serializers.CharField()
-    logprobs = serializers.JSONField(allow_null=True)
+    logprobs = ChoiceLogprobsSerializer(allow_null=True, help_text="with `logprobs: true`; else null")
 
 
 class SourceSerializer(serializers.Serializer):
@@ -328,9 +350,17 @@ class PostMessageSerializer(serializers.Serializer):
     max_tokens = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     temperature = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=2)
     seed = serializers.IntegerField(required=False, allow_null=True, min_value=SEED_MIN, max_value=SEED_MAX)
-    # As OpenAI's; absent: Tandem's own default (tandem.chat.sampling), which stops loops.
+    top_p = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=1)
+    # As OpenAI's (repetition_penalty as vLLM's); absent: the tenant's repetition control
+    # (tandem.repetition; on by default), which stops loops.
     frequency_penalty = serializers.FloatField(required=False, allow_null=True, min_value=-2, max_value=2)
     presence_penalty = serializers.FloatField(required=False, allow_null=True, min_value=-2, max_value=2)
+    repetition_penalty = serializers.FloatField(required=False, allow_null=True, min_value=0.01, max_value=10)
+
+    def validate_top_p(self, value):
+        if value is not None and value <= 0:
+            raise serializers.ValidationError("top_p must be greater than 0.")
+        return value
 
 
 class UsageDaySerializer(serializers.Serializer):

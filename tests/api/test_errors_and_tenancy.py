@@ -55,7 +55,10 @@ def test_malformed_json_is_a_400(http, tenant):
     ({"model": "M", "messages": [{"role": "user", "content": 5}]}, "messages[0].content"),
     ({"model": "M", "messages": [{"role": "user", "content": "hi"}], "max_tokens": "many"}, "max_tokens"),
     ({"model": "M", "messages": [{"role": "user", "content": "hi"}], "temperature": 9}, "temperature"),
-    ({"model": "M", "messages": [{"role": "user", "content": "hi"}], "n": 3}, "n"),
+    ({"model": "M", "messages": [{"role": "user", "content": "hi"}], "n": 9}, "n"),
+    ({"model": "M", "messages": [{"role": "user", "content": "hi"}], "top_logprobs": 21, "logprobs": True},
+     "top_logprobs"),
+    ({"model": "M", "messages": [{"role": "user", "content": "hi"}], "top_logprobs": 2}, "top_logprobs"),
     ({"model": "M", "messages": [{"role": "assistant", "content": "hi"}]}, "messages"),
 ])
 def test_wrong_types_and_shapes_are_400_with_the_param_named(http, tenant, body, param):
