@@ -1,6 +1,6 @@
 from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
-from django.urls import path
+from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from tandem.contacts import api as contacts
@@ -33,9 +33,10 @@ urlpatterns = [
     path("api/v1/conversations/<str:conversation_id>/csat/", fbv.ConversationCsatView.as_view()),
     path("api/v1/messages/<str:message_id>/feedback/", fbv.MessageFeedbackView.as_view()),
     path("api/v1/usage/", conv.UsageView.as_view()),
-    # A contact id may hold a slash (a site's user id): the export route is tried first.
-    path("api/v1/contacts/<path:contact_id>/export/", contacts.ContactExportView.as_view()),
-    path("api/v1/contacts/<path:contact_id>/", contacts.ContactDetailView.as_view()),
+    # A contact id is the site's user id or a visitor id, with any characters (a slash, a
+    # line break): the export route is tried first, and nothing of it is a Django HTML 404.
+    re_path(r"^api/v1/contacts/(?P<contact_id>[\s\S]+)/export/$", contacts.ContactExportView.as_view()),
+    re_path(r"^api/v1/contacts/(?P<contact_id>[\s\S]+)/$", contacts.ContactDetailView.as_view()),
     path("api/v1/knowledge/articles/", kv.ArticleListView.as_view()),
     path("api/v1/knowledge/articles/import/", kv.ArticleImportView.as_view()),
     path("api/v1/knowledge/articles/<str:article_id>/", kv.ArticleDetailView.as_view()),

@@ -130,7 +130,7 @@ def test_export_then_delete_over_rest_leaves_nothing_of_theirs(client, people, a
     assert again.status_code == 404 and again.json()["error"]["code"] == "contact_not_found"
 
 
-@pytest.mark.parametrize("contact", ["user:u-42", "visitor:v-bob", "nobody:1", "user:", "v-ann"])
+@pytest.mark.parametrize("contact", ["user:u-42", "visitor:v-bob", "nobody:1", "user:", "v-ann", "user:a/b", "t\n^"])
 def test_another_tenants_or_no_contact_is_a_404_like_a_missing_one(client, people, contact):
     acme, other, *_ = people
     for method, path in (("get", f"/api/v1/contacts/{contact}/export/"), ("delete", f"/api/v1/contacts/{contact}/")):
