@@ -1,9 +1,10 @@
 """Finding and sorting conversations in a real browser (Chromium driven by Playwright) on
-Django's test server: an agent searches the inbox and finds a message (its words
-marked), labels a conversation from its page and filters the inbox by that label, ticks
-two conversations and labels them at once, and sees visitors by the friendly name made
-from their id, with the side panel of the page and browser they came with. Screenshots
-go to TANDEM_CONSOLE_SCREENSHOTS when it names a folder (docs/console for the docs)."""
+Django's test server: an admin answering in the inbox searches it and finds a message
+(its words marked), labels a conversation from its page and filters the inbox by that
+label, ticks two conversations and labels them at once, sees visitors by the friendly
+name made from their id with the side panel of the page and browser they came with,
+and adds a label on the Labels page. Screenshots go to TANDEM_CONSOLE_SCREENSHOTS when
+it names a folder (docs/console for the docs)."""
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ def test_an_agent_searches_labels_and_filters_the_inbox(live_server, browser, sh
     acme.name = "Acme Outdoor"
     acme.save(update_fields=["name"])
     maya = user(username="maya-find", first_name="Maya")
-    Membership.objects.create(user=maya, tenant=acme, role=Membership.Role.AGENT)
+    # An admin: she answers in the inbox and may define the tenant's labels too.
+    Membership.objects.create(user=maya, tenant=acme, role=Membership.Role.ADMIN)
     label_create(tenant=acme, name="Refund", color="amber")
     label_create(tenant=acme, name="Shipping", color="blue")
     tent = waiting(acme, "My tent pole snapped on day one", user_name="Ann Lee")
@@ -127,4 +129,14 @@ def test_an_agent_searches_labels_and_filters_the_inbox(live_server, browser, sh
     expect(page.get_by_role("status").first).to_contain_text("Labelled 2 conversations.")
     expect(page.locator(f"tr[data-conversation='{boots.pk}'] .label")).to_have_text("Refund")
     assert {c.pk for c in Conversation.objects.filter(labels__name="Refund")} == {tent.pk, boots.pk}
+
+    # The labels page: how many conversations carry each; a new one added by its form.
+    page.get_by_role("link", name="Labels", exact=True).click()
+    add = page.get_by_role("form", name="Add a label")
+    add.get_by_label("Name").fill("Warranty")
+    add.get_by_label("Colour").select_option("green")
+    add.get_by_role("button", name="Add label").click()
+    expect(page.locator("tr", has_text="Warranty").locator(".label-green")).to_be_visible()
+    expect(page.locator("tr", has_text="Refund").locator("td.num")).to_have_text("2")
+    shoot(page, "inbox-labels")
     context.close()
