@@ -33,15 +33,19 @@ def reply_ended(*, request_id: str, text: str) -> ActionCall | None:
         return None  # the common case: no query at all
     parsed = tool_calls.parse_call(text, request_id=request_id)
     msg = Message.objects.select_related("conversation").filter(pk=request_id).first()
-    if parsed is None or msg is None or msg.role != Message.Role.ASSISTANT:
+    if msg is None or msg.role != Message.Role.ASSISTANT:
         return None
     conv = msg.conversation
     if conv.channel != Conversation.Channel.WIDGET:
         return None
-    name = parsed["function"]["name"]
-    arguments = json.loads(parsed["function"]["arguments"])
-    action = Action.objects.filter(tenant_id=conv.tenant_id, name=name, enabled=True).first()
-    status, line, error = _decide(action, arguments, conv, msg)
+    if parsed is None:  # cut short by the token budget: settled as a failed call, the model told
+        name, arguments, action = "(incomplete)", {}, None
+        status, line, error = S.FAILED, lines.FAILED, "the call was cut short before it was complete"
+    else:
+        name = parsed["function"]["name"]
+        arguments = json.loads(parsed["function"]["arguments"])
+        action = Action.objects.filter(tenant_id=conv.tenant_id, name=name, enabled=True).first()
+        status, line, error = _decide(action, arguments, conv, msg)
     rounds_before = ActionCall.objects.filter(conversation=conv, message__seq__gt=last_user_seq(conv, msg)).count()
     if status == S.QUEUED and rounds_before >= conf.max_rounds():
         status, line, error = S.REFUSED, lines.NOT_AVAILABLE, f"at most {conf.max_rounds()} actions per message"

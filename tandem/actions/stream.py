@@ -1,13 +1,13 @@
 """A tool call's tokens are not for the visitor: the widget socket passes a reply's
 frames through a CallHider, which holds tokens while the text so far is or may become
 "<tool_call>", lets them go once it cannot, and at the reply's end drops a call's tokens
-and says `finish_reason: "tool_calls"` (the visitor then reads the call's status line,
+(a call cut short by the token budget too) and says `finish_reason: "tool_calls"` (the visitor then reads the call's status line,
 an `action` frame; agents read the call in the transcript). Under tools the grammar
 lets a text reply never start with "<", so only a call is held to its end."""
 
 from __future__ import annotations
 
-from tandem.api.tool_calls import CALL_CLOSE, CALL_OPEN
+from tandem.api.tool_calls import CALL_OPEN
 
 
 class CallHider:
@@ -30,11 +30,11 @@ class CallHider:
                     continue
                 out += self.held
             else:
-                body = self.text.strip()
-                if body.startswith(CALL_OPEN) and body.endswith(CALL_CLOSE):
+                if self.text.strip().startswith(CALL_OPEN):
+                    # A call (one cut short too: calls.py settles it as a failed call).
                     f = {**f, "finish_reason": "tool_calls"}
                 else:
-                    out += self.held  # cut short, or text after all
+                    out += self.held  # text after all
                 out.append(f)
             self.held, self.decided = [], True
         return out

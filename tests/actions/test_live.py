@@ -9,7 +9,7 @@ import pytest
 
 from tandem.actions import services
 from tandem.actions.models import ActionCall
-from tandem.chat.models import Conversation, Message
+from tandem.chat.models import Conversation
 from tenants import keys
 from tenants.models import AuditLog, Tenant, UsageRecord
 from tenants.services import tenant_identity_secret_rotate
@@ -137,17 +137,3 @@ def test_an_unverified_visitor_is_refused_a_verified_only_action(platform, actio
     conversation = Conversation.objects.get(tenant=created.tenant)
     assert conversation.messages.get(role="tool").content.startswith("Refused: this action is for verified users")
 
-
-def test_an_action_whose_host_resolves_to_a_private_address_is_refused_by_the_worker(
-        platform, actions_worker, endpoint, allow_loopback):
-    created = make_tenant(max_output_tokens=48)
-    # "localhost" is not in the operator's list (127.0.0.1 is): the worker's guard refuses it.
-    action(created.tenant, endpoint, who="anyone",
-           url_template=endpoint.url.replace("127.0.0.1", "localhost") + "/orders/{order_id}")
-    with widget_socket(platform, created.widget_key.plaintext, visitor="v-4") as chat:
-        frames, after = turn(chat, "Where is my order A-17?")
-    assert any(f["type"] == "action" and f["state"] == "failed" for f in frames)
-    assert after[-1]["type"] == "end" and endpoint.requests == []
-    call = ActionCall.objects.get(tenant=created.tenant)
-    assert call.status == "failed" and "loopback" in call.error
-    assert Message.objects.filter(conversation=call.conversation, role="tool").get().content.startswith("Failed:")
