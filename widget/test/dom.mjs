@@ -64,6 +64,9 @@ export class Element {
   append(...nodes) { const adopted = this._adopt(nodes); this.childNodes.push(...adopted); }
   prepend(...nodes) { const adopted = this._adopt(nodes); this.childNodes.unshift(...adopted); }
   insertBefore(node, ref) {
+    if (ref && ref.parentNode !== this) { // as the DOM does
+      throw new Error("NotFoundError: the node before which to insert is not a child of this node");
+    }
     const [n] = this._adopt([node]);
     const i = ref ? this.childNodes.indexOf(ref) : -1;
     if (i < 0) this.childNodes.push(n); else this.childNodes.splice(i, 0, n);

@@ -174,7 +174,10 @@ export class View {
     this.unreadText.textContent = n === 0 ? "" : n === 1 ? this.t("unread1") : this.t("unreadN", { n });
   }
 
-  clearLog() { this.log.replaceChildren(); }
+  clearLog() {
+    this.log.replaceChildren();
+    this.tail = null; // gone with the rest: placed again after the render (Handover.place)
+  }
 
   scrollToEnd() { this.log.scrollTop = this.log.scrollHeight; }
 
