@@ -45,7 +45,7 @@ class KeyActor:
 class ContactSerializer(serializers.Serializer):
     id = serializers.CharField()
     object = serializers.CharField(default="contact")
-    kind = serializers.ChoiceField(choices=["user", "visitor"])
+    kind = serializers.CharField(help_text="user or visitor")
     conversations = serializers.IntegerField()
     names = serializers.ListField(child=serializers.CharField())
     emails = serializers.ListField(child=serializers.CharField())
