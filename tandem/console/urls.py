@@ -8,6 +8,7 @@ from tandem.actions import urls as actions_urls
 from tandem.attachments import console as attachments_console
 from tandem.contacts import views as contacts
 from tandem.hours import views as hours
+from tandem.repetition import views as repetition
 
 from . import eval_urls
 from .views import (
@@ -79,6 +80,7 @@ urlpatterns = [
     path(T + "assistant/", assistant.assistant, name="assistant"),
     path(T + "assistant/preview/", assistant.assistant_preview, name="assistant_preview"),
     path(T + "assistant/hours/", hours.business_hours, name="business_hours"),
+    path(T + "assistant/repetition/", repetition.repetition, name="repetition"),
     path(T + "assistant/identity-secret/rotate/", assistant.identity_secret_rotate, name="identity_secret_rotate"),
     *eval_urls.urlpatterns,  # the assistant's draft, trial chat and evaluations (tandem.evals)
     path(T + "knowledge/", knowledge.knowledge, name="knowledge"),
