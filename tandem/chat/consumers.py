@@ -40,6 +40,7 @@ from . import assignment, responder, selectors, services, sockets
 from .live import WidgetLive
 from .models import Conversation
 from .replies import EXPIRED, ReplyFollower
+from .sampling import sampling_for_tandem, sampling_options
 from .visitors import (
     IdentityRefused,
     visitor_establish,
@@ -209,8 +210,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
         # a hand-over the CPU tier makes of it publishes its event before this returns.
         since = await self.live.mark_before_send(conversation)
         try:
+            # The frame's own sampling options (docs/protocol.md); the rest are the tenant's.
+            options = sampling_options(frame.get("sampling"))
+            sampling = (await in_db(lambda: sampling_for_tandem(quota=self.api_key.tenant.quota, **options))()
+                        if options else None)
             sub = await in_db(services.chat_submit)(
-                api_key=self.api_key, messages=[("user", frame.get("text"))],
+                api_key=self.api_key, messages=[("user", frame.get("text"))], sampling=sampling,
                 conversation_id=conversation, channel=Conversation.Channel.WIDGET,
                 visitor=self.visitor, key_version=self.key_version, refresh_key=refresh,
                 client_ip=self.client_ip, locale=self.locale,
@@ -224,7 +229,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.live.held(exc, after=since)
             return
         except InvalidInput as exc:
-            await self._error(exc.code, str(exc))
+            extra = {"param": exc.param} if exc.code == "invalid_sampling" else {}
+            await self._error(exc.code, str(exc), **extra)
             return
         except services.QuotaRefused as exc:
             retry = exc.admission.retry_after_s
