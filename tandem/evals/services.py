@@ -12,6 +12,7 @@ eval` runs the same steps in its own process."""
 from __future__ import annotations
 
 import logging
+import re
 import statistics
 import time
 from pathlib import Path
@@ -45,6 +46,7 @@ WAIT_S = 120.0  # a reply not final by then is cancelled and counted a `timeout`
 MAX_CASES = 200
 MAX_PHRASES = 20
 MAX_PHRASE_CHARS = 200
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 class EvalInputError(ValueError):
@@ -63,7 +65,8 @@ def _phrases(value, field: str) -> list[str]:
         return []
     if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
         raise EvalInputError(f"{field} must be a list of phrases.", field)
-    phrases = [p.strip() for p in value if p.strip()]
+    # Control characters (NUL among them, which the database's JSON refuses) are dropped.
+    phrases = [c for c in (CONTROL.sub("", p).strip() for p in value) if c]
     if len(phrases) > MAX_PHRASES:
         raise EvalInputError(f"At most {MAX_PHRASES} phrases.", field)
     if any(len(p) > MAX_PHRASE_CHARS for p in phrases):

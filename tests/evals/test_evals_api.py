@@ -46,6 +46,8 @@ def test_a_case_is_created_listed_changed_and_deleted():
     assert resp.json()["must_include"] == ["30 days"]
     assert c.delete(f"{CASES}{case['id']}/").status_code == 204
     assert not EvalCase.objects.filter(pk=case["id"]).exists()
+    resp = send(c, "post", CASES, {"question": "Hi", "must_include": ["30\u0000 days", "\u0000"]})
+    assert resp.status_code == 201 and resp.json()["must_include"] == ["30 days"]  # no control characters
 
 
 @pytest.mark.parametrize("body, param", [
