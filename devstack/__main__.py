@@ -24,7 +24,7 @@ from pathlib import Path
 import redis
 
 from devstack import embedded_redis
-from devstack.processes import raise_open_files_limit
+from devstack.processes import daphne_argv, raise_open_files_limit
 from devstack.supervise import Service, Supervisor
 from inference.wire.workers import live_workers
 from inference.worker.commandline import devstack_workers
@@ -55,7 +55,7 @@ def web_services(count: int, *, host: str, port: int) -> list[Service]:
     if count < 1:
         raise SystemExit(f"TANDEM_WEB_PROCESSES must be 1 or more, not {count}")
     return [Service("web" if count == 1 else f"web-{i + 1}",
-                    [sys.executable, "-m", "daphne", "--websocket_connect_timeout", "30", "-b", host, "-p", str(port + i), "tandem.asgi:application"])
+                    daphne_argv(host, port + i))
             for i in range(count)]
 
 

@@ -25,6 +25,23 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 LOG_ROOT = BASE_DIR / "var" / "test-logs"
 
 
+# The web process's listen backlog. Twisted's default of 50 overflows in a burst of
+# visitors opening the widget: the kernel drops their SYNs (ListenOverflows), and each
+# dropped client waits out TCP's retransmission (1, 3, 7, 15 s ...) while the server
+# idles. The kernel caps it at net.core.somaxconn.
+WEB_LISTEN_BACKLOG = 4096
+
+
+def daphne_argv(host: str, port: int, *extra: str) -> list[str]:
+    """The command line of one web process (daphne) on host:port: the websocket handshake
+    may take 30 s under a burst (daphne's 5 s default refused sockets it had accepted), the
+    keepalive ping comes every TANDEM_WS_PING_INTERVAL_S (docs/configuration.md)."""
+    ping = os.environ.get("TANDEM_WS_PING_INTERVAL_S", "")
+    return [sys.executable, "-m", "daphne", "--websocket_connect_timeout", "30",
+            *(["--ping-interval", ping] if ping else []),
+            "-e", f"tcp:port={port}:interface={host}:backlog={WEB_LISTEN_BACKLOG}", *extra, "tandem.asgi:application"]
+
+
 def new_log_dir(label: str = "run") -> Path:
     return LOG_ROOT / f"{label}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
@@ -127,8 +144,7 @@ def running_platform(*, db_url: str, model_dir: str, workers: list[tuple[str, st
                         log_dir=log_dir or new_log_dir(), web_urls=[f"http://127.0.0.1:{p}" for p in ports])
     for i, web_port in enumerate(ports):
         name = "web" if i == 0 else f"web-{i + 1}"
-        platform.procs[name] = _spawn(name, [sys.executable, "-m", "daphne", "--websocket_connect_timeout", "30", "-b", "127.0.0.1", "-p", str(web_port),
-                                             "tandem.asgi:application"], env, platform.log_dir)
+        platform.procs[name] = _spawn(name, daphne_argv("127.0.0.1", web_port), env, platform.log_dir)
     pids = []
     for role, pool, wenv in workers:
         conc = int(wenv.get("CONCURRENCY", "4"))
@@ -186,8 +202,7 @@ def extra_web(platform: Platform):
     """A second daphne process on the same database and Redis; yields its base URL."""
     port = free_port()
     name = f"web-{port}"
-    platform.procs[name] = _spawn(name, [sys.executable, "-m", "daphne", "--websocket_connect_timeout", "30", "-b", "127.0.0.1", "-p", str(port),
-                                         "tandem.asgi:application"], platform.env, platform.log_dir)
+    platform.procs[name] = _spawn(name, daphne_argv("127.0.0.1", port), platform.env, platform.log_dir)
     try:
         wait_for(lambda: _port_open(port), timeout=60, what="second daphne", procs={name: platform.procs[name]},
                  log_dir=platform.log_dir)

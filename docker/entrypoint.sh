@@ -144,7 +144,11 @@ case "$cmd" in
             run python manage.py migrate --noinput
         fi
         ensure_model  # quota admission counts prompt tokens with the model's tokenizer
-        become python -m daphne --websocket_connect_timeout 30 -b 0.0.0.0 -p 8000 --proxy-headers tandem.asgi:application
+        # As devstack/processes.py:daphne_argv starts it: a listen backlog a burst of
+        # visitors fits in, and the keepalive ping's interval when set.
+        become python -m daphne --websocket_connect_timeout 30 \
+            ${TANDEM_WS_PING_INTERVAL_S:+--ping-interval "$TANDEM_WS_PING_INTERVAL_S"} \
+            -e "tcp:port=8000:interface=0.0.0.0:backlog=4096" --proxy-headers tandem.asgi:application
         ;;
     cpu-worker)
         worker cpu "${TANDEM_WORKER_CONCURRENCY:-1}"

@@ -11,6 +11,8 @@ IDLE_HEADERS = ["web procs", "sockets", "connected", "still open", "refused", "b
                 "RSS start MB", "RSS MB", "KB/socket", "idle CPU %", "Redis conns", "fds"]
 STREAM_HEADERS = ["web procs", "idle open", "chats", "completed", "errors", "TTFT p50", "TTFT p99", "ITL p50",
                   "ITL p99", "tok/s", "engine tok/s", "ratio", "engine TTFT p50", "Redis conns max/proc"]
+CORES_HEADERS = ["web procs", "chats", "web", "CPU tier", "prefill", "decode", "visitors", "other", "all",
+                 "machine cores"]
 SLOW_HEADERS = ["web procs", "clients", "others' ITL p50", "p99", "with a slow one: p50", "p99", "p99 change %",
                 "others completed"]
 
@@ -39,6 +41,25 @@ def stream_rows(phase: dict) -> list[list]:
                      ",".join(p["errors"]) or "-", p["ttft_ms"]["p50"], p["ttft_ms"]["p99"], p["itl_ms"]["p50"],
                      p["itl_ms"]["p99"], p["aggregate_tps"], e.get("aggregate_tps"), lv["ratio"],
                      (e.get("ttft_ms") or {}).get("p50"), lv["redis_connections_max"]])
+    return rows
+
+
+def cores_rows(phase: dict) -> list[list]:
+    """Cores each part of the platform used while a streaming round ran (cpu_share.py)."""
+    groups = {"web": "web", "cpu": "CPU tier", "prefill": "prefill", "decode": "decode",
+              "visitors": "visitors"}
+    rows = []
+    for lv in phase["streaming"]:
+        cores = dict(lv.get("cores") or {})
+        machine = cores.pop("machine cores", None)
+        if not cores:
+            continue
+        by: dict[str, float] = {}
+        for name, used in cores.items():
+            group = next((label for prefix, label in groups.items() if name.startswith(prefix)), "other")
+            by[group] = by.get(group, 0.0) + used
+        rows.append([phase["web_processes"], lv["chats"], *(by.get(g, 0.0) for g in [*groups.values(), "other"]),
+                     sum(by.values()), machine])
     return rows
 
 
@@ -97,6 +118,8 @@ def report(result: dict) -> None:
     print(table(IDLE_HEADERS, [r for ph in phases for r in idle_rows(ph)]))
     heading("Streaming beside the idle sockets, against the engine alone at the same concurrency")
     print(table(STREAM_HEADERS, [r for ph in phases for r in stream_rows(ph)], digits=1))
+    heading("Where the cores went during each streaming round (CPU seconds / wall seconds)")
+    print(table(CORES_HEADERS, [r for ph in phases for r in cores_rows(ph)], digits=2))
     heading("One slow client (one frame a second) among the others")
     print(table(SLOW_HEADERS, [r for ph in phases for r in slow_rows(ph)]))
     checks = targets(result)

@@ -36,6 +36,7 @@ from ..stack.tenancy import make_tenant
 from ..stats import percentile
 from ..traces import Trace, summarize_traces
 from . import visitors as vis
+from .cpu_share import CpuShare
 from .idle import IdleSockets
 from .report import report
 from .webproc import WebProbe
@@ -220,8 +221,10 @@ class Bench:
         visitors = vis.open_visitors(urls, self.key, m, first_address=self.addresses.reserve(m),
                                      batch=self.args.batch_frames)
         peak = _Peak(probes)
+        share = CpuShare({name: proc.pid for name, proc in self.plat.procs.items()})
         try:
-            traces = vis.chat_round(visitors, first_prompt=first)
+            with share:
+                traces = vis.chat_round(visitors, first_prompt=first)
         finally:
             peak.stop()
             vis.close_all(visitors)
@@ -235,7 +238,8 @@ class Bench:
         return {"chats": m, "idle_open": idle_open, "platform": platform, "engine": engine, "ratio": ratio,
                 "redis_connections_max": peak.max,
                 "redis_connections_max_per_process": peak.per_process,
-                "redis_clients_at_peak": peak.clients_at_peak, "traces": [t.to_json() for t in traces]}
+                "redis_clients_at_peak": peak.clients_at_peak, "cores": share.cores,
+                "traces": [t.to_json() for t in traces]}
 
     def slow(self, urls: list[str], n: int) -> dict:
         """--slow-pairs pairs of rounds, one without the slow reader and one with it, in

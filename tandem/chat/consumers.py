@@ -30,13 +30,13 @@ from tenants import changes
 from tenants.models import ApiKey
 from tenants.services import (
     AuthenticationFailed,
-    api_key_authenticate,
     api_key_refresh,
     origin_allowed,
 )
 
 from ..net import scope_client_ip
 from . import assignment, responder, selectors, services, sockets
+from .key_cache import key_authenticate
 from .live import WidgetLive
 from .models import Conversation
 from .replies import EXPIRED, ReplyFollower
@@ -92,14 +92,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._too_many("address")
             return
         self.counted_ip = self.client_ip
-        # The change counter before the read: a change that commits after it is noticed
-        # (a copy at most a second old, shared by the process's connects, is as safe: it
-        # can only be older than the truth, which makes a later check read again).
+        # The change counter before the key: a change that commits after it is noticed by
+        # the next message; the key itself comes from the process's copy while the counter
+        # says nothing changed (key_cache.py).
         version = await sockets.change_version(self.redis)
         try:
-            api_key = await in_db(api_key_authenticate)(
-                plaintext=(query.get("key") or [""])[0], kind=ApiKey.Kind.WIDGET
-            )
+            api_key = await key_authenticate(plaintext=(query.get("key") or [""])[0], kind=ApiKey.Kind.WIDGET,
+                                             version=version, in_db=in_db)
         except AuthenticationFailed as exc:
             await self._error(exc.code, str(exc))
             await self.close(code=CLOSE_UNAUTHORIZED)

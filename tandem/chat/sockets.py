@@ -19,27 +19,33 @@ import weakref
 from collections import Counter
 
 from django.conf import settings
+from redis.exceptions import RedisError
 
 from tenants import changes
 
 CLOSE_TOO_MANY = 4429
 CLOSE_IDLE = 4408
 
-VERSION_MAX_AGE_S = 1.0
-_version: dict[asyncio.AbstractEventLoop, tuple[float, asyncio.Future]] = weakref.WeakKeyDictionary()
+UNKNOWN_VERSION = -1
+_version: dict[asyncio.AbstractEventLoop, asyncio.Future] = weakref.WeakKeyDictionary()
 
 
 async def change_version(aredis) -> int:
-    """tenants.changes' counter as read at most VERSION_MAX_AGE_S ago, one read shared by
-    every socket of the event loop that connects meanwhile (a burst of connects costs one
-    round trip a second, not one each)."""
+    """tenants.changes' counter, from a read that started no earlier than this call, or
+    that was still under way when it came: the sockets of the event loop that connect
+    while one read is in flight share it (a burst of connects costs a read per round
+    trip, not one each), and a change committed before the call is always seen."""
     loop = asyncio.get_running_loop()
-    now = time.monotonic()
-    cached = _version.get(loop)
-    if cached is None or now - cached[0] > VERSION_MAX_AGE_S or (cached[1].done() and cached[1].exception()):
-        fut = loop.create_task(changes.aversion(aredis))
-        _version[loop] = cached = (now, fut)
-    return await asyncio.shield(cached[1])
+    read = _version.get(loop)
+    if read is None or read.done():
+        read = _version[loop] = loop.create_task(changes.aversion(aredis))
+    try:
+        return await asyncio.shield(read)
+    except (TimeoutError, RedisError, OSError):
+        # Redis did not answer in time (a loop busy with a burst of handshakes): the socket
+        # is served all the same, with a version no counter holds, so that its key is read
+        # from the database and its first message reads it again.
+        return UNKNOWN_VERSION
 
 
 class SocketCounts:

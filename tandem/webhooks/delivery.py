@@ -8,6 +8,7 @@ for DISABLE_AFTER is disabled, and its waiting deliveries fail with it."""
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import timedelta
 
@@ -23,6 +24,7 @@ LEASE_S = 30            # longer than one attempt can take (sending.TIMEOUT_S)
 MAX_DELAY_S = 3600
 DISABLE_AFTER = timedelta(hours=72)
 S = Delivery.Status
+log = logging.getLogger(__name__)
 
 
 def retry_delay_s(attempts: int) -> float:
@@ -43,6 +45,18 @@ def delivery_attempt(*, delivery_id: str) -> Delivery | None:
     if not _claim(delivery_id):
         return None
     delivery = Delivery.objects.select_related("endpoint", "event").get(pk=delivery_id)
+    try:
+        return _attempt(delivery)
+    except Exception as exc:
+        # Whatever went wrong here (a resolver error, a lost database connection), the
+        # attempt is recorded and retried on schedule: left 'sending', the delivery would
+        # wait out its lease before anyone tried again.
+        log.exception("webhook delivery %s: the attempt failed", delivery_id)
+        return _record(delivery, status=S.PENDING, error=f"internal error: {exc.__class__.__name__}", code=None,
+                       ms=None, next_attempt_at=timezone.now() + timedelta(seconds=retry_delay_s(delivery.attempts)))
+
+
+def _attempt(delivery: Delivery) -> Delivery:
     endpoint, event = delivery.endpoint, delivery.event
     if not endpoint.enabled:
         return _record(delivery, status=S.FAILED, error="the endpoint is disabled", code=None, ms=None)

@@ -66,10 +66,6 @@ def test_the_documented_snippet_refuses_a_signature_older_than_its_tolerance():
     assert verify("whsec_x", signature_header(secret="whsec_x", body=b"{}", timestamp=int(time.time())), b"{}")
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known defect, issue 29: in a full-suite run the first attempt's outcome was once not recorded "
-    "(the delivery stayed 'sending' until its 30 s lease ran out, so the retry came 30 s late); "
-    "under investigation"))
 def test_a_receiver_answering_500_twice_gets_retries_with_growing_waits_then_success(webhooks_worker, receiver,
                                                                                      allow_loopback):
     receiver.answers = [500, 503]
