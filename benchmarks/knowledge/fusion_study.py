@@ -73,6 +73,7 @@ def measure_fusion(tenant, source_of: dict, question_sets: dict[str, list[dict]]
                 rows[f"{model_name}: convex, weight {w}"] = _score(
                     [_convex(lx, d, w) for lx, d in zip(lexical, dense, strict=True)], qs, article_of)
         out[set_name] = rows
+    out["embedding_cost"] = measure_embedding_cost([q["question"] for q in question_sets["paraphrase"]], texts)
     return out
 
 
@@ -107,3 +108,39 @@ def _score(rankings: list[list[int]], qs: list[dict], article_of: dict) -> dict:
             tally[h][2] += 1
     return {h: {"questions": n, "hit@1": round(a / n, 3), "hit@3": round(b / n, 3)}
             for h, (a, b, n) in tally.items() if n}
+
+
+def measure_embedding_cost(questions: list[str], chunk_texts: list[str]) -> dict:
+    """Each model's cost: a question alone (wall and this thread's CPU, p50/p99, the
+    cache cleared before each, as a question never seen before), and the chunks in one
+    batch as indexing embeds them (wall and CPU per chunk)."""
+    import time
+
+    from knowledge import embedding
+
+    from ..stats import percentile
+
+    models = {"all-MiniLM-L6-v2": embedding.embed}
+    if (wordllama := _wordllama()) is not None:
+        models["wordllama l2_supercat"] = wordllama
+    out = {}
+    for name, embed in models.items():
+        embed(["warm up"])
+        wall, cpu = [], []
+        for q in questions:
+            embedding.cache_clear()
+            w0, c0 = time.perf_counter(), time.thread_time()
+            embed([q])
+            wall.append(time.perf_counter() - w0)
+            cpu.append(time.thread_time() - c0)
+        embedding.cache_clear()
+        w0, c0 = time.perf_counter(), time.thread_time()
+        embed(chunk_texts)
+        n = max(len(chunk_texts), 1)
+        out[name] = {
+            "question_wall_ms": [round(percentile(wall, p) * 1000, 2) for p in (50, 99)],
+            "question_cpu_ms": [round(percentile(cpu, p) * 1000, 2) for p in (50, 99)],
+            "chunk_wall_ms": round((time.perf_counter() - w0) / n * 1000, 1),
+            "chunk_cpu_ms": round((time.thread_time() - c0) / n * 1000, 1),
+        }
+    return out

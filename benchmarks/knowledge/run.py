@@ -489,7 +489,16 @@ def main(argv: list[str]) -> None:
                      for name, qset, mode, m in sets], digits=3))
         print()
     study = [(name, qset, rule, m) for name, r in b.items()
-             for qset, rules in r["quality"].get("fusion_study", {}).items() for rule, m in rules.items()]
+             for qset, rules in r["quality"].get("fusion_study", {}).items() if qset != "embedding_cost"
+             for rule, m in rules.items()]
+    costs = [(name, model, c) for name, r in b.items()
+             for model, c in r["quality"].get("fusion_study", {}).get("embedding_cost", {}).items()]
+    if costs:
+        print(table(["backend", "model", "question wall p50/p99 ms", "question CPU p50/p99 ms", "chunk wall ms",
+                     "chunk CPU ms"],
+                    [[name, model, "/".join(map(str, c["question_wall_ms"])), "/".join(map(str, c["question_cpu_ms"])),
+                      c["chunk_wall_ms"], c["chunk_cpu_ms"]] for name, model, c in costs], digits=2))
+        print()
     if study:
         print(table(["backend", "question set", "model and fusion (same full-text lists)", "hit@1", "hit@3",
                      "tuning half hit@1/@3", "held-out half hit@1/@3"],
