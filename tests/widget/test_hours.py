@@ -5,6 +5,7 @@ the offline form with when the team is back, and an assistant that promises nobo
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -156,6 +157,11 @@ def test_the_console_page_saves_the_schedule_and_audits_it(client, people):
     assert row.holidays == [{"date": "2026-12-25", "name": "Christmas"}]
     assert AuditLog.objects.filter(tenant=tenant, entity="business_hours").exists()
     assert b"2026-12-25 Christmas" in client.get(url).content
+    # When it opens next, in the tenant's zone as the schedule is written.
+    hour = (datetime.now(ZoneInfo("Asia/Tokyo")).hour + 3) % 24  # not now: closed
+    services.hours_save(tenant=tenant, actor=Actor(), enabled=True, time_zone="Asia/Tokyo",
+                        weekly={str(d): [f"{hour:02d}:00", f"{hour:02d}:01"] for d in range(7)}, holidays="")
+    assert f", {hour:02d}:00 (Asia/Tokyo).".encode() in client.get(url).content
 
 
 @pytest.mark.parametrize("over, message", [
