@@ -236,7 +236,7 @@ def test_an_import_without_a_file_is_a_400(tenant):
 def test_settings_are_read_and_changed_and_bad_values_are_400s(tenant):
     c = client_for(tenant)
     assert c.get("/api/v1/knowledge/settings/").json() == {
-        "object": "knowledge.settings", "enabled": True, "top_k": 3, "min_score": 0.0, "language": "english",
+        "object": "knowledge.settings", "enabled": True, "top_k": 3, "min_score": 0.2, "language": "english",
         "mode": "hybrid"}
     resp = patch(c, "/api/v1/knowledge/settings/", {"enabled": False, "top_k": 5, "min_score": 0.2})
     assert resp.status_code == 200 and resp.json()["enabled"] is False

@@ -60,7 +60,7 @@ def test_the_cpu_tier_retrieves_with_one_query_and_grounds_the_prompt_with_its_s
     other = make_tenant().tenant
     import_help_centre(other)  # the same words, another tenant
     spec = submit(pool, tenant, "I was charged twice for my order", retrieval_spec(tenant))
-    assert spec.retrieval == {"k": 3, "min_score": 0.0, "language": "english", "mode": "hybrid"}
+    assert spec.retrieval == {"k": 3, "min_score": 0.2, "language": "english", "mode": "hybrid"}
 
     with CaptureQueriesContext(connection) as queries:
         assert preprocess_request(spec.request_id) == f"prefill.{pool}"
@@ -112,7 +112,7 @@ def test_a_tenant_gets_retrieval_in_its_spec_from_its_first_indexed_article_unti
     article = services.article_create(tenant=tenant, title="Hours", body="Open at nine.")
     services.article_index(article_id=article.pk)
     fresh = type(tenant).objects.get(pk=tenant.pk)
-    assert retrieval_spec(fresh) == {"k": 3, "min_score": 0.0, "language": "english", "mode": "hybrid"}
+    assert retrieval_spec(fresh) == {"k": 3, "min_score": 0.2, "language": "english", "mode": "hybrid"}
     services.settings_update(tenant=fresh, enabled=False)
     assert retrieval_spec(type(tenant).objects.get(pk=tenant.pk)) == {}
 
