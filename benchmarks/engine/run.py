@@ -31,6 +31,11 @@ many ~60-token chat prompts submitted at once, 64 output tokens each, EOS ignore
 prompts arrive at a fixed interval until the first stream finishes; the streams'
 inter-token latency inside that window, against the same streams with no arrivals).
 
+Sampling features (unless --no-features; features.py): 32 streams held to a JSON schema,
+with penalties, with top_logprobs=5, against the same streams unconstrained in the same
+run (tok/s, ITL, the grammar mask's time per step), and 200 strict requests over 10
+schemas that must all parse and validate.
+
 Metrics: TTFT (submit -> first token), inter-token latency (every gap between consecutive
 tokens of a request, pooled), aggregate output tokens/s (output tokens / wall time from
 the first submit to the last token). Token times are the engine's own timestamps.
@@ -105,6 +110,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--prefix-cache-tokens", type=int, default=0,
                    help="Tandem prefix cache size (default 0 = off: every prompt computed in full, like HF)")
     p.add_argument("--llamacpp-threads", default="1,2", help="llama.cpp thread counts (default 1,2)")
+    p.add_argument("--no-features", dest="features", action="store_false",
+                   help="skip the sampling-features section (json_schema, penalties, top_logprobs=5 against "
+                        "unconstrained, and the strict outputs' validity check; needs the colocated system)")
     p.add_argument("--no-quality", dest="quality", action="store_false",
                    help="skip the quality section (int8, fp32 and bf16's few-row kernel against bf16)")
     args = parse_quick(p, argv, name="engine", default_out=DEFAULT_OUT, quick_defaults=QUICK)
@@ -145,7 +153,10 @@ def snapshot() -> dict:
             "engine_sources": source_digest(*ENGINE_SOURCES)}
 
 
-def measure(args: argparse.Namespace, sz, prompts: list[list[int]], long_prompts: list[list[int]]) -> list[Row]:
+def measure(args: argparse.Namespace, sz, prompts: list[list[int]], long_prompts: list[list[int]],
+            features: dict | None = None) -> list[Row]:
+    """The systems' rows; `features` (when given) gets the sampling-features section
+    (features.py), measured on the colocated engine when the run has it."""
     rows: list[Row] = []
     if {"hf_generate", "hf_generate_fp32", "generate_batch"} & set(args.systems):
         from inference.engine.openmp import on_own_thread
@@ -169,6 +180,16 @@ def measure(args: argparse.Namespace, sz, prompts: list[list[int]], long_prompts
         for s in colocated:
             run_tandem(lambda s=s: ColocatedSystem(loaded, cfg, chunked=s == "colocated_chunked"), s,
                        args.workloads, sz, prompts, long_prompts, rows)
+            gc.collect()
+        if features is not None and args.features:
+            from .features import run_features
+
+            try:
+                features.update(run_features(loaded, cfg, prompts, streams=sz.streams["streams32"],
+                                             output_tokens=sz.output_tokens,
+                                             validity_requests=20 if args.quick else 200))
+            except Exception:
+                say(f"sampling features section failed\n{traceback.format_exc()}")
             gc.collect()
         del loaded
         gc.collect()
@@ -283,13 +304,20 @@ def main(argv: list[str]) -> None:
     say(f"prompts: {len(prompts)} chat prompts, {min(lens)}-{max(lens)} tokens (mean {sum(lens) / len(lens):.0f}); "
         f"long prompts {len(long_prompts[0])} tokens")
 
-    rows = measure(args, sz, prompts, long_prompts)
+    features: dict = {}
+    rows = measure(args, sz, prompts, long_prompts, features)
     quality = measure_quality(args) if args.quality else []
     targets = evaluate_targets(rows, quality)
     end = snapshot()
     duration = time.monotonic() - t_run
     notes = methods(args, sz)
     print_report(args, info, start, end, duration, notes, rows, targets, quality)
+    if features.get("variants"):
+        from .features import render_features
+
+        print(f"\nSampling features on the colocated engine, {features['streams']} streams x "
+              f"{features['output_tokens']} tokens each, against unconstrained in the same run (features.py):\n")
+        print(render_features(features))
     path = write_json(args.out, {
         "benchmark": "engine", "quick": args.quick, "args": vars(args), "sizes": sz.__dict__, "machine": info,
         "load_start": start["load"], "load_end": end["load"],
@@ -297,5 +325,6 @@ def main(argv: list[str]) -> None:
         "engine_sources": {"start": start["engine_sources"], "end": end["engine_sources"]},
         "busy_start": start["busy"], "busy_end": end["busy"], "duration_s": duration, "methods": notes,
         "results": [r.__dict__ for r in rows], "targets": targets, "quality": quality,
+        "sampling_features": features,
     })
     say(f"wrote {path}")
