@@ -25,7 +25,7 @@ def _call(fn, *args):
     try:
         return fn(*args)
     except services.EvalInputError as exc:
-        raise ApiError(400, str(exc), code="invalid_value", param=exc.field) from None
+        raise ApiError(400, str(exc), code=exc.code, param=exc.field) from None
     except NotFound as exc:
         raise ApiError(404, str(exc), code=exc.code) from None
 

@@ -94,6 +94,7 @@ class EvalRun(models.Model):
     pending = models.JSONField(default=list, blank=True)
     in_flight = models.JSONField(default=dict, blank=True)
     step = models.PositiveIntegerField(default=0)  # the step task that may act next (idempotence)
+    progressed_at = models.DateTimeField(auto_now=True)  # its last step (a run long without one stalled)
     created_by = models.ForeignKey(conf.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
 

@@ -15,6 +15,7 @@ import logging
 import re
 import statistics
 import time
+from datetime import timedelta
 from pathlib import Path
 
 from celery import current_app
@@ -43,6 +44,8 @@ STEP_PRIORITY = 9  # the broker's last step: visitors' requests on the same queu
 STEP_EVERY_S = 0.5
 IN_FLIGHT = 2  # cases asked at once: a run never takes more than this of the tenant's streams
 WAIT_S = 120.0  # a reply not final by then is cancelled and counted a `timeout`
+STALLED_S = WAIT_S + 60  # a run without a step for this long lost its step task
+STOPPED = "A reply was cancelled from outside the run (a person or an operator): the run stopped there."
 MAX_CASES = 200
 MAX_PHRASES = 20
 MAX_PHRASE_CHARS = 200
@@ -52,9 +55,10 @@ CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 class EvalInputError(ValueError):
     """Input that cannot be stored or run, and the field it came in."""
 
-    def __init__(self, message: str, field: str | None = None):
+    def __init__(self, message: str, field: str | None = None, code: str = "invalid_value"):
         super().__init__(message)
         self.field = field
+        self.code = code
 
 
 # -- cases ------------------------------------------------------------------------------
@@ -160,12 +164,26 @@ def run_start(*, tenant: Tenant, settings: str = EvalRun.Settings.LIVE, draft_id
     case_ids = list(access_list(EvalCase, tenant=tenant).values_list("id", flat=True))
     if not case_ids:
         raise EvalInputError("The tenant has no test cases to run.", "cases")
+    _refuse_a_second_run(tenant)
     run = EvalRun.objects.create(tenant=tenant, settings=settings, settings_used=used.as_dict(),
                                  total=len(case_ids), pending=case_ids,
                                  created_by=user if getattr(user, "pk", None) else None)
     if send:
         step_send(run_id=run.pk, step=0)
     return run
+
+
+def _refuse_a_second_run(tenant: Tenant) -> None:
+    """One run at a time per tenant (its runs share the tenant's streams). A run without
+    a step for STALLED_S (its step task lost with a worker) is marked failed instead."""
+    active = access_list(EvalRun, tenant=tenant).filter(status__in=[EvalRun.Status.QUEUED, EvalRun.Status.RUNNING])
+    stalled_before = timezone.now() - timedelta(seconds=STALLED_S)
+    active.filter(progressed_at__lt=stalled_before).update(
+        status=EvalRun.Status.FAILED, error="Stalled: no progress for a while.", finished_at=timezone.now())
+    running = active.filter(progressed_at__gte=stalled_before).first()
+    if running is not None:
+        raise EvalInputError(f"Run {running.pk} is in progress: one run at a time.", "settings",
+                             code="run_in_progress")
 
 
 def step_send(*, run_id: int, step: int, countdown: float = 0) -> None:
@@ -192,8 +210,10 @@ def run_step(*, run_id: int, step: int, send: bool = True) -> bool:
         if run.step != step:
             return False  # a copy of a step already taken
         run.status = EvalRun.Status.RUNNING
-        _collect(run)
-        _ask_next(run, AssistantSettings(**run.settings_used))
+        if _collect(run):
+            _stop(run)
+        else:
+            _ask_next(run, AssistantSettings(**run.settings_used))
         if not run.is_final and not run.pending and not run.in_flight:
             _finish(run)
         run.step += 1
@@ -203,10 +223,20 @@ def run_step(*, run_id: int, step: int, send: bool = True) -> bool:
     return run.is_final
 
 
-def _collect(run: EvalRun) -> None:
-    """Results for the replies in flight that are final (or overdue: cancelled)."""
+def _stop(run: EvalRun) -> None:
+    """End the run where it is: its other replies in flight cancelled, nothing more asked."""
+    for msg_id in run.in_flight:
+        chat_cancel(tenant=run.tenant, message_id=msg_id)
+    run.in_flight, run.pending = {}, []
+    _finish(run, error=STOPPED)
+
+
+def _collect(run: EvalRun) -> bool:
+    """Results for the replies in flight that are final (or overdue: cancelled). True
+    when one was cancelled by someone else (the run then stops)."""
     if not run.in_flight:
-        return
+        return False
+    cancelled = False
     msgs = {str(m.pk): m for m in Message.objects.filter(pk__in=list(run.in_flight))}
     cases = {c.pk: c for c in EvalCase.objects.filter(pk__in=list(run.in_flight.values()))}
     now = timezone.now()
@@ -225,12 +255,14 @@ def _collect(run: EvalRun) -> None:
                 chat_cancel(tenant=run.tenant, message_id=msg.pk)
             results.append(_result(run, case, message_id=msg_id, status="timeout", text="", cited=[]))
             continue
+        cancelled = cancelled or msg.status == Message.Status.CANCELLED
         cited = list(Citation.objects.filter(message_id=msg.pk).order_by("rank").values("article_id", "title"))
         results.append(_result(
             run, case, message_id=msg_id, status=msg.status, text=msg.content, cited=cited,
             handed_over=msg.finish_reason == "handover", tokens=msg.completion_tokens,
             latency_ms=((msg.finished_at or now) - msg.created_at).total_seconds() * 1000))
     EvalResult.objects.bulk_create(results, ignore_conflicts=True)
+    return cancelled
 
 
 def _result(run: EvalRun, case: EvalCase, *, message_id, status: str, text: str, cited: list[dict],

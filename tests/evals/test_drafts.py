@@ -2,14 +2,17 @@
 settings, a request made with it carries its prompt, retrieval and sampling in its spec
 (read on the server, the live settings untouched), publishing is one audited change by
 a person, and another tenant's draft is not found. Also: an evaluation conversation's
-hand-over stays on the reply (nobody is called) and its reply is no webhook event, and a
-step of a run acts once."""
+hand-over stays on the reply (nobody is called) and its reply is no webhook event; a
+step of a run acts once; one run at a time per tenant; a reply cancelled from outside
+stops its run."""
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 
 import pytest
+from django.utils import timezone
 
 from inference.pipeline import api as pipeline
 from knowledge import services as knowledge_services
@@ -145,3 +148,31 @@ def test_a_step_of_a_run_acts_only_once():
     assert (run.step, run.status, run.pending) == (0, "queued", [EvalCase.objects.get().pk])
     EvalRun.objects.filter(pk=run.pk).update(status="done")
     assert services.run_step(run_id=run.pk, step=0, send=False) is True  # final: nothing more
+
+
+def test_one_run_at_a_time_and_a_stalled_one_makes_way():
+    tenant = make_tenant().tenant
+    EvalCase.objects.create(tenant=tenant, question="Hi")
+    first = services.run_start(tenant=tenant, send=False)
+    with pytest.raises(services.EvalInputError) as refused:
+        services.run_start(tenant=tenant, send=False)
+    assert refused.value.code == "run_in_progress"
+    EvalRun.objects.filter(pk=first.pk).update(
+        progressed_at=timezone.now() - dt.timedelta(seconds=services.STALLED_S + 1))
+    second = services.run_start(tenant=tenant, send=False)
+    first.refresh_from_db()
+    assert first.status == "failed" and first.error.startswith("Stalled") and second.status == "queued"
+
+
+def test_a_reply_cancelled_from_outside_stops_the_run():
+    tenant = make_tenant().tenant
+    cases = [EvalCase.objects.create(tenant=tenant, question=q) for q in ("One?", "Two?", "Three?")]
+    run = services.run_start(tenant=tenant, send=False)
+    conversation = Conversation.objects.create(tenant=tenant, channel="api", visitor_id=f"eval:{run.pk}")
+    cancelled = Message.objects.create(conversation=conversation, role="assistant", status="cancelled")
+    EvalRun.objects.filter(pk=run.pk).update(in_flight={str(cancelled.pk): cases[0].pk},
+                                             pending=[c.pk for c in cases[1:]])
+    assert services.run_step(run_id=run.pk, step=0, send=False) is True
+    run.refresh_from_db()
+    assert (run.status, run.error, run.pending, run.in_flight) == ("failed", services.STOPPED, [], {})
+    assert run.summary["cases"] == 1 and not Message.objects.exclude(pk=cancelled.pk).exists()  # nothing asked

@@ -103,6 +103,9 @@ def test_a_run_starts_with_the_live_or_the_draft_settings_and_reads_back():
     assert (run["settings"], run["status"], run["total"], run["done"]) == ("live", "queued", 1, 0)
     assert EvalRun.objects.get(pk=run["id"]).settings_used["system_prompt"] == t.tenant.system_prompt
     draft = drafts.draft_save(tenant=t.tenant, system_prompt="Answer in one sentence.", temperature=0.7)
+    resp = send(c, "post", RUNS, {"settings": "draft"})
+    assert resp.status_code == 400 and resp.json()["error"]["code"] == "run_in_progress"  # one at a time
+    EvalRun.objects.filter(pk=run["id"]).update(status="done")
     resp = send(c, "post", RUNS, {"settings": "draft", "draft": str(draft.pk)})
     assert resp.status_code == 202
     used = EvalRun.objects.get(pk=resp.json()["id"]).settings_used
