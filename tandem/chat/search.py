@@ -1,6 +1,6 @@
 """Full-text search over a tenant's conversations, for the inbox and the Conversations
 page: a conversation matches when one of its messages holds every word of the search
-(each word as a prefix, so "refu" finds "refund"), or the visitor's name or e-mail holds
+(each word of three letters or more as a prefix, so "refu" finds "refund"), or the visitor's name or e-mail holds
 the text. On PostgreSQL the messages are matched by the database's own full-text search
 (`to_tsvector('simple', content) @@ to_tsquery`), which a GIN index over that expression
 serves (chat migration 0009); the 'simple' configuration lowercases and does not stem,
@@ -21,6 +21,7 @@ from .models import Message
 CONFIG = "simple"
 MAX_WORDS = 8
 MAX_QUERY = 200
+MIN_PREFIX = 3
 # Letters, digits and _ only reach to_tsquery, each with ":*": none is an operator.
 _WORD = re.compile(r"\w+")
 # What a search looks through: never the assistant's unsent drafts to an agent.
@@ -29,6 +30,12 @@ _SEARCHED = [Message.Role.USER, Message.Role.ASSISTANT, Message.Role.AGENT, Mess
 
 def search_words(q: str) -> list[str]:
     return _WORD.findall((q or "")[:MAX_QUERY].lower())[:MAX_WORDS]
+
+
+def _term(word: str) -> str:
+    """A word as a prefix ("refu" finds "refund"); one or two characters as the whole
+    word only: as a prefix they would match a large share of every word in the index."""
+    return f"{word}:*" if len(word) >= MIN_PREFIX else word
 
 
 def _message_vector() -> SearchVector:
@@ -43,7 +50,7 @@ def matching_messages(q: str, *, using: str = "default") -> QuerySet:
     if not words:
         return msgs.none()
     if connections[using].vendor == "postgresql":
-        query = SearchQuery(" & ".join(f"{w}:*" for w in words), search_type="raw", config=CONFIG)
+        query = SearchQuery(" & ".join(_term(w) for w in words), search_type="raw", config=CONFIG)
         return msgs.annotate(fts=_message_vector()).filter(fts=query)
     for w in words:
         msgs = msgs.filter(content__icontains=w)
