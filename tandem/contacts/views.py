@@ -82,9 +82,13 @@ def contact_delete(request, access, conv):
             form.add_error(None, "This conversation belongs to no contact (it came through the REST API).")
         return _page(request, access, conv, contact, convs, form, status=400)
     erased = services.contact_delete(tenant=access.tenant, contact_id=contact.id, actor=actor(request))
-    messages.success(request, f"Contact deleted: {erased.conversations} conversations, {erased.messages} messages "
-                              f"and {erased.attachments} attachments.")
+    messages.success(request, f"Contact deleted: {_count(erased.conversations, 'conversation')}, "
+                              f"{_count(erased.messages, 'message')} and {_count(erased.attachments, 'attachment')}.")
     return redirect("console:conversations", slug=access.tenant.slug)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 class RetentionForm(forms.Form):
