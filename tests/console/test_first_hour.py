@@ -39,15 +39,18 @@ def test_the_install_page_has_the_snippet_the_origins_and_the_connection_state(c
     client.force_login(world.viewer_a)
     html = client.get(f"{A}/install/").content.decode().replace("&quot;", '"')
     assert f'data-tandem-key="{widget.public_key}"' in html and "not yet connected" in html
-    assert "Save origins" not in html  # a viewer reads the origins
-    # The Copy button's request: any member may copy; it is the checklist's first step.
+    assert "Save origins" not in html and "install/copied" not in html  # a viewer reads, records nothing
+    assert client.post(f"{A}/install/copied/").status_code == 403
+    client.force_login(world.owner_b)
+    assert client.post(f"{A}/install/copied/").status_code == 404
+    assert not TenantSetup.objects.filter(tenant=world.a.tenant).exists()
+    # The Copy button's request (an admin's): the checklist's first step.
+    client.force_login(world.admin_a)
+    html = client.get(f"{A}/install/").content.decode()
+    assert "Save origins" in html and 'hx-post="/console/t/alpha/install/copied/"' in html
     assert client.post(f"{A}/install/copied/").status_code == 204
     assert TenantSetup.objects.get(tenant=world.a.tenant).snippet_copied_at is not None
     assert client.get(f"{A}/install/copied/").status_code == 405
-    client.force_login(world.owner_b)
-    assert client.post(f"{A}/install/copied/").status_code == 404
-    client.force_login(world.admin_a)
-    assert "Save origins" in client.get(f"{A}/install/").content.decode()
 
 
 def test_the_tenant_overview_is_the_checklist_and_usage_has_the_numbers(client, world):

@@ -38,8 +38,9 @@ def install(request, access):
     return install_page(request, access)
 
 
-@tenant_page(write=Can.VIEW, methods=("POST",))
+@tenant_page(write=Can.MANAGE, methods=("POST",))
 def install_copied(request, access):
-    """The snippet's Copy button (htmx, nothing swapped): the checklist's first step."""
+    """The snippet's Copy button (htmx, nothing swapped): the checklist's first step. A
+    viewer copies too, but records nothing: no post of a viewer's changes anything."""
     setup_services.snippet_copied(tenant=access.tenant)
     return HttpResponse(status=204)
