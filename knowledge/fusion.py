@@ -31,13 +31,16 @@ A hybrid hit's `score` is its fused score over the best a chunk can get (cosine 
 the best full-text score), times SCORE_TOP: in [0, 0.99], higher is better (below 1, as
 every backend's score is), and what `min_score` is read against in this mode.
 
-Work: the full-text query (as in BM25 mode, k = FUSE_DEPTH), one read of the tenant's
-revision (`dense`), the question's embedding, one matrix product, and, for chunks only
-the dense side found, one read of their rows by primary key."""
+Work: the full-text query (as in BM25 mode, k = FUSE_DEPTH) with the question's
+embedding beside it on a thread of its own, one read of the tenant's revision (`dense`),
+one matrix product, and, for chunks only the dense side found, one read of their rows by
+primary key."""
 
 from __future__ import annotations
 
+import os
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 from django.db import connections
 
@@ -67,9 +70,12 @@ def hybrid_search(*, backend: SearchBackend, tenant_id: int, terms: list[str], q
         return []
     depth = max(FUSE_DEPTH, k)
     using = getattr(backend, "using", "default")
+    # The question's embedding (milliseconds of numpy, which releases the GIL) runs beside
+    # the full-text query (the database's work): a question costs the longer of the two.
+    pending = _embedder().submit(embedding.embed, [question])
     lexical = backend.search(tenant_id=tenant_id, terms=terms, k=depth, min_score=0.0, language=language) \
         if terms else []
-    vector = embedding.embed([question])[0]
+    vector = pending.result()[0]
     near = dict(dense.search(tenant_id=tenant_id, question=vector, k=depth, using=using))
     if not near or max(near.values()) < DENSE_FLOOR:
         near = {}  # nothing in the help centre is near: the vectors offer nothing
@@ -91,6 +97,18 @@ def hybrid_search(*, backend: SearchBackend, tenant_id: int, terms: list[str], q
     return [Hit(chunk_id=cid, article_id=known[cid].article_id, title=known[cid].title, heading=known[cid].heading,
                 text=known[cid].text, url=known[cid].url, score=round(fused[cid] / best, 4))
             for cid in order if cid in known]
+
+
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _embedder() -> ThreadPoolExecutor:
+    """One embedding thread per process (made again in a forked child, whose copy of
+    the parent's thread does not run)."""
+    global _pool
+    if _pool is None or _pool[0] != os.getpid():
+        _pool = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="knowledge-embed"))
+    return _pool[1]
 
 
 def _rows(tenant_id: int, ids: list[int], using: str) -> dict[int, Hit]:
