@@ -4,6 +4,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from tandem.evals.models import EvalCase
 from tenants import services
 from tenants.models import ApiKey, Tenant
 
@@ -56,4 +57,7 @@ def test_seed_demo_is_idempotent_and_its_credentials_log_in(client):
     second = json.loads(run("seed_demo", "--json"))
     assert Tenant.objects.filter(slug="demo").count() == 1
     assert first["widget_key"] == second["widget_key"]
+    # The evaluation harness's starter set, once, each case that names an article linked to it.
+    cases = EvalCase.objects.filter(tenant__slug="demo")
+    assert cases.count() == 6 and cases.exclude(expect_article=None).count() == 5
     assert client.login(username=second["admin_user"], password=second["admin_password"])

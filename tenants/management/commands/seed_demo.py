@@ -54,6 +54,8 @@ class Command(BaseCommand):
         # The demo answers from a small help centre (unchanged articles are left as they are).
         help_centre = Path(apps.get_app_config("knowledge").path) / "fixtures" / "demo-help-centre"
         call_command("knowledge", "import", tenant.slug, str(help_centre), stdout=io.StringIO())
+        # And the evaluation harness's starter cases for it (questions it already has are kept).
+        call_command("assistant", "load-cases", tenant.slug, stdout=io.StringIO())
         if secret_plaintext and settings.PRODUCTION:
             secret_plaintext = _secret_to_file(secret_plaintext)
         info = {
