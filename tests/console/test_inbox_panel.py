@@ -102,3 +102,17 @@ def test_hand_overs_and_visitor_messages_reach_the_tenants_inbox_feed(world, red
     assert mine == ["handover", None, "message"] and others == ["handover", None, None]
     assert told[agent.pk][2]["url"] == f"/console/t/{t.slug}/inbox/{conv.pk}/"
     assert told[agent.pk][0]["id"] == feed[0][0]
+
+
+def test_a_hand_over_in_words_reaches_the_feed_from_the_reply_sink(world, redis_client):
+    """The CPU tier's hand-over (asked in words) is told by the reply sink, not the responder."""
+    from tandem.chat.reply_sink import ReplyRows
+
+    key = events.inbox_feed_key(world.a.tenant.pk)
+    redis_client.delete(key)
+    conv = world.conv_a
+    Conversation.objects.filter(pk=conv.pk).update(handoff="pending_human")
+    ReplyRows().conversation_handed_over(conversation_id=str(conv.pk))
+    [(_, fields)] = redis_client.xrange(key)
+    entry = json.loads(fields[b"e"])
+    assert (entry["type"], entry["state"], entry["conversation"]) == ("handoff", "pending_human", str(conv.pk))
