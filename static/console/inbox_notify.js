@@ -60,6 +60,8 @@
 
   function announce(f) {
     if (!f.id || !firstTime(f.id)) return;
+    // Already looking at that very conversation: its transcript shows the message.
+    if (f.type === "message" && location.pathname === f.url && document.visibilityState === "visible") return;
     if (prefs().sound) beep();
     if (!desktopOn()) return;
     const [title, body] = words(f);
