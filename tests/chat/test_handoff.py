@@ -18,7 +18,6 @@ from websockets.exceptions import ConnectionClosed
 from devstack.processes import wait_for
 from inference.pipeline import cpu
 from inference.pipeline.submit import request_stored
-from inference.text import handover
 from inference.wire import keys, streams
 from inference.wire.connections import get_redis
 from inference.wire.spec import RequestSpec, Sampling
@@ -28,6 +27,7 @@ from tandem.chat import assignment, responder, services
 from tandem.chat.models import Conversation, Message, OfflineMessage
 from tandem.chat.validation import InvalidInput
 from tandem.chat.visitors import visitor_establish
+from tandem.hours.texts import unavailable_text
 from tenants.models import ApiKey, Membership, UsageRecord
 from tenants.services import api_key_authenticate
 from tests.factories import UserFactory, make_tenant
@@ -354,7 +354,8 @@ def test_with_the_no_grounded_answer_trigger_on_a_question_the_knowledge_cannot_
     assert cpu.preprocess_request(asked.request_id) is None  # ended in the CPU tier: no model call
     assert streams.read_all(redis_client, asked.request_id)[-1]["finish_reason"] == "handover"
     reply = Message.objects.get(pk=asked.request_id)
-    assert reply.finish_reason == "handover" and reply.content == handover.DEFAULT_TEXT
+    # Nobody of the tenant is online: the assistant's words promise nobody (tandem.hours.texts).
+    assert reply.finish_reason == "handover" and reply.content == unavailable_text()
     conv = Conversation.objects.get(pk=asked.conversation_id)
     assert conv.handoff == H.PENDING_HUMAN and conv.handoff_reason == "ungrounded"
     # A question the knowledge answers goes on to the model, as before.
