@@ -71,7 +71,8 @@ class DraftForm(Form):
                                    help_text="Blank: the platform's default (0, the same answer each time).")
     frequency_penalty = forms.FloatField(label="Frequency penalty", required=False, min_value=-2.0, max_value=2.0,
                                          widget=forms.NumberInput(attrs={"step": "0.1"}),
-                                         help_text="Blank: the platform's default (0.5, against loops).")
+                                         help_text="Against loops; published to the repetition control. "
+                                                   "Blank: the tenant's repetition control as it is.")
     max_tokens = forms.IntegerField(label="Max reply tokens", required=False, min_value=1,
                                     help_text="Blank: the tenant's maximum output tokens.")
 

@@ -11,6 +11,8 @@ from django.db import transaction
 
 from knowledge import services as knowledge_services
 from knowledge.selectors import settings_for
+from tandem.repetition.selectors import penalties_for, repetition_get
+from tandem.repetition.services import repetition_save
 from tenants import audit
 from tenants.access import access_list, access_owned
 from tenants.audit import Actor
@@ -21,7 +23,10 @@ from .models import AssistantDraft
 
 FIELDS = ("system_prompt", "knowledge_enabled", "top_k", "min_score", "mode", "temperature", "frequency_penalty",
           "max_tokens")
-SAMPLING = ("temperature", "frequency_penalty", "max_tokens")
+# Sampling the live assistant has no setting of its own for (the platform's defaults and
+# the tenant's quota apply): tried in drafts, not published. The frequency penalty is
+# published to the tenant's repetition control (tandem.repetition).
+DRAFT_ONLY = ("temperature", "max_tokens")
 LABELS = {"system_prompt": "System prompt", "knowledge_enabled": "Retrieval on", "top_k": "Passages per message",
           "min_score": "Minimum score", "mode": "Retrieval mode", "temperature": "Temperature",
           "frequency_penalty": "Frequency penalty", "max_tokens": "Max reply tokens"}
@@ -48,8 +53,8 @@ def live_values(tenant: Tenant) -> dict:
     """The live settings as a draft's fields."""
     k = settings_for(tenant)
     return {"system_prompt": tenant.system_prompt, "knowledge_enabled": k.enabled, "top_k": k.top_k,
-            "min_score": k.min_score, "mode": k.mode, "temperature": None, "frequency_penalty": None,
-            "max_tokens": None}
+            "min_score": k.min_score, "mode": k.mode, "temperature": None,
+            "frequency_penalty": penalties_for(tenant_id=tenant.pk).frequency, "max_tokens": None}
 
 
 def draft_save(*, tenant: Tenant, user=None, **values) -> AssistantDraft:
@@ -90,15 +95,17 @@ def draft_changes(draft: AssistantDraft) -> dict[str, list]:
 def draft_publish(*, tenant: Tenant, draft_id, actor: Actor) -> dict[str, list]:
     """Make the draft the live settings and delete it; what changed, {field: [old, new]}.
     Only a person does this (the console's Publish button); the audit log names them.
-    DraftError when the draft sets sampling: the live assistant has no sampling settings
-    of its own (the platform's defaults apply), so that part could not be published."""
+    A frequency penalty goes to the tenant's repetition control (its other penalties as
+    they are, the control on). DraftError when the draft sets a temperature or a reply
+    length: the live assistant has no such settings, so that part could not be published."""
     with transaction.atomic():
         draft = draft_get_by_id(tenant=tenant, draft_id=draft_id)
         draft = AssistantDraft.objects.select_for_update().select_related("tenant").get(pk=draft.pk)
-        set_sampling = [f for f in SAMPLING if getattr(draft, f) is not None]
+        set_sampling = [f for f in DRAFT_ONLY if getattr(draft, f) is not None]
         if set_sampling:
-            raise DraftError("Sampling is tried in drafts only: the live assistant uses the platform's defaults. "
-                             f"Clear {', '.join(set_sampling)} to publish.", field=set_sampling[0])
+            raise DraftError("Temperature and reply length are tried in drafts only: the live assistant uses the "
+                             f"platform's defaults. Clear {', '.join(LABELS[f] for f in set_sampling).lower()} "
+                             "to publish.", field=set_sampling[0])
         changes = draft_changes(draft)
         if "system_prompt" in changes:
             tenant_set_assistant(tenant=tenant, system_prompt=draft.system_prompt, actor=actor)
@@ -110,6 +117,11 @@ def draft_publish(*, tenant: Tenant, draft_id, actor: Actor) -> dict[str, list]:
                 knowledge_services.settings_update(tenant=tenant, **knowledge)
             except knowledge_services.KnowledgeInputError as exc:
                 raise DraftError(str(exc), field=exc.field) from None
+        if "frequency_penalty" in changes and draft.frequency_penalty is not None:
+            current = repetition_get(tenant_id=tenant.pk)
+            repetition_save(tenant=tenant, actor=actor, enabled=True, frequency_penalty=draft.frequency_penalty,
+                            presence_penalty=current.presence_penalty if current.enabled else 0.0,
+                            repetition_penalty=current.repetition_penalty if current.enabled else 1.0)
         audit.record(actor=actor, tenant=tenant, entity="assistant_draft", entity_id=draft.pk, action="publish",
                      changes=changes, summary=f"draft of {tenant.slug}'s assistant published: "
                                               f"{', '.join(changes) or 'no change'}")

@@ -23,6 +23,7 @@ from tandem.chat.reply_sink import ReplyRows
 from tandem.evals import drafts, services
 from tandem.evals.assistant_settings import draft_settings, live_settings
 from tandem.evals.models import AssistantDraft, EvalCase, EvalRun
+from tandem.repetition.selectors import penalties_for
 from tenants.access import NotFound
 from tenants.audit import Actor
 from tenants.models import AuditLog
@@ -78,13 +79,14 @@ def test_publishing_makes_the_draft_live_in_one_audited_change_by_a_person():
     tenant = make_tenant().tenant
     owner = user()
     draft = drafts.draft_save(tenant=tenant, system_prompt="You are Demo Co's assistant.", top_k=6, min_score=0.45,
-                              temperature=0.9)
-    with pytest.raises(drafts.DraftError) as refused:  # sampling has no live setting to go to
+                              temperature=0.9, frequency_penalty=0.3)
+    with pytest.raises(drafts.DraftError) as refused:  # a temperature has no live setting to go to
         drafts.draft_publish(tenant=tenant, draft_id=draft.pk, actor=Actor.console(owner))
     assert refused.value.field == "temperature"
     drafts.draft_save(tenant=tenant, temperature=None)
     changes = drafts.draft_publish(tenant=tenant, draft_id=draft.pk, actor=Actor.console(owner))
-    assert set(changes) == {"system_prompt", "top_k", "min_score"}
+    assert set(changes) == {"system_prompt", "top_k", "min_score", "frequency_penalty"}
+    assert penalties_for(tenant_id=tenant.pk).frequency == 0.3  # the tenant's repetition control
     tenant.refresh_from_db()
     assert tenant.system_prompt == "You are Demo Co's assistant."
     k = settings_for(tenant)
