@@ -28,6 +28,8 @@ from .offer import AUTO, NONE, offer_to
 
 S = ActionCall.Status
 log = logging.getLogger(__name__)
+ANSWER_FROM_RESULT = ("The last message holds the result of an action you called, between <tool_response> tags. "
+                      "Answer the visitor's question from it in plain words. Never write the tags or JSON.")
 
 
 def tool_text(call: ActionCall) -> str:
@@ -47,7 +49,8 @@ def continue_after(*, call_id) -> Message | None:
         result = tool_text(call)
         history = services.prompt_history(conv, max_prompt_tokens=tenant.quota.max_prompt_tokens)
         role, content = tool_calls.history_text({"role": "tool", "content": result})
-        messages = [*history, {"role": role, "content": content}]
+        # Said in words too: a small model otherwise tends to echo the result's tags.
+        messages = [{"role": "system", "content": ANSWER_FROM_RESULT}, *history, {"role": role, "content": content}]
         request_id = uuid.uuid4()
         route = pipeline.route_for_tenant(tenant)
         spec = services.request_spec(

@@ -8,7 +8,8 @@ The choice, per pass:
 - otherwise `auto` (the model may call one or answer in text);
 - after a result: `auto` among the actions not yet called for this visitor's message;
 - after a refused, denied or failed call, or at TANDEM_ACTIONS_MAX_ROUNDS: no tools (the
-  model answers in text, which ends the turn).
+  model answers in text, which ends the turn; a grammar keeps that text from starting
+  with markup, as a small model would echo the result's tags).
 
 Imports no chat module: tandem.chat.services calls `offer_to` for every widget message."""
 
@@ -38,6 +39,15 @@ def choice_for(actions: list[Action], text: str) -> str | dict:
     return AUTO
 
 
+@functools.lru_cache(maxsize=1)
+def plain_text_grammar() -> str:
+    """A reply that starts with neither "<" nor "{": after a result a small model tends
+    to echo the <tool_response> it was shown rather than answer in words."""
+    import llguidance
+
+    return llguidance.LLMatcher.grammar_from_lark("start: TEXT\nTEXT: /[^<{\\s](.|\\n)*/\n")
+
+
 @functools.lru_cache(maxsize=256)
 def _compiled(tools_json: str, choice_json: str) -> tuple[str, str]:
     data = {"tools": json.loads(tools_json), "tool_choice": json.loads(choice_json)}
@@ -52,10 +62,13 @@ def offer_to(spec, *, tenant_id: int, channel: str, text: str | None = None, cho
     (a continuation); `called`: actions already called for this visitor message, not
     offered again (a small model asked again tends to repeat its call). True when tools
     were offered."""
-    if channel != "widget" or choice == NONE:
+    if channel != "widget":
         return False
-    actions = [a for a in Action.objects.filter(tenant_id=tenant_id, enabled=True) if a.name not in called]
+    actions = [] if choice == NONE else [
+        a for a in Action.objects.filter(tenant_id=tenant_id, enabled=True) if a.name not in called]
     if not actions:
+        if choice is not None:  # a continuation that answers in text
+            spec.sampling.grammar = plain_text_grammar()
         return False
     if choice is None:
         choice = choice_for(actions, text or "")

@@ -103,3 +103,26 @@ def actions_worker(django_db_setup, django_db_blocker):
         except Exception:
             proc.kill()
             proc.wait()
+
+
+
+@pytest.fixture(scope="session")
+def grammar_warm(platform, django_db_blocker):
+    """One grammar-constrained reply through the platform before the tests' own: the
+    model workers build llguidance's tokenizer on their first constrained request
+    (seconds on a busy machine), which could otherwise pass the platform's 8 s queue
+    timeout. A JSON-mode completion over the REST API; its answer (or its timeout) does
+    not matter, only that the workers have met a grammar."""
+    import openai
+
+    from tests.factories import make_tenant
+
+    with django_db_blocker.unblock():
+        key = make_tenant(max_output_tokens=8).secret_key.plaintext
+    client = openai.OpenAI(base_url=f"{platform.base_url}/v1", api_key=key, max_retries=0, timeout=120)
+    try:
+        client.chat.completions.create(model=client.models.list().data[0].id, max_tokens=8,
+                                       messages=[{"role": "user", "content": "Say hi as JSON."}],
+                                       response_format={"type": "json_object"})
+    except openai.APIError:
+        pass  # a timeout on a cold, busy machine: the workers are warm all the same

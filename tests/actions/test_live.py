@@ -50,7 +50,7 @@ def roles(conversation) -> list[str]:
 
 
 def test_a_verified_users_action_runs_and_the_reply_continues_with_its_result(
-        platform, actions_worker, endpoint, allow_loopback):
+        platform, grammar_warm, actions_worker, endpoint, allow_loopback):
     created = make_tenant(max_output_tokens=48)
     Tenant.objects.filter(pk=created.tenant.pk).update(identity_verification=True)
     secret = tenant_identity_secret_rotate(tenant=Tenant.objects.get(pk=created.tenant.pk))
@@ -79,7 +79,7 @@ def test_a_verified_users_action_runs_and_the_reply_continues_with_its_result(
 
 
 def test_an_action_needing_approval_waits_in_the_inbox_approve_runs_it_and_deny_ends_it(
-        platform, actions_worker, endpoint, allow_loopback, client):
+        platform, grammar_warm, actions_worker, endpoint, allow_loopback, client):
     created = make_tenant(max_output_tokens=48)
     tenant = created.tenant
     action(tenant, endpoint, name="refund_order", description="Refund an order by its id.",
@@ -125,7 +125,8 @@ def test_an_action_needing_approval_waits_in_the_inbox_approve_runs_it_and_deny_
     assert ActionCall.objects.get(pk=call.pk).status == "succeeded"
 
 
-def test_an_unverified_visitor_is_refused_a_verified_only_action(platform, actions_worker, endpoint, allow_loopback):
+def test_an_unverified_visitor_is_refused_a_verified_only_action(platform, grammar_warm, actions_worker, endpoint,
+                                                                 allow_loopback):
     created = make_tenant(max_output_tokens=48)
     action(created.tenant, endpoint)  # verified users only: the default
     with widget_socket(platform, created.widget_key.plaintext, visitor="v-3") as chat:

@@ -4,6 +4,9 @@ call would be (never the call), then the reply that continues with the result.""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from tandem.actions import services
@@ -11,10 +14,13 @@ from tests.factories import make_tenant
 from tests.ui.conftest import context, embed_page, host_site  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.real_model]
+# docs/widget/action-status.png, refreshed on purpose only (TANDEM_SCREENSHOTS=1)
+SHOT = (Path(__file__).resolve().parents[2] / "docs" / "widget" if os.environ.get("TANDEM_SCREENSHOTS") == "1"
+        else Path("/tmp")) / "action-status.png"
 
 
 def test_the_widget_shows_the_status_line_then_the_reply_after_the_action(
-        platform, actions_worker, endpoint, allow_loopback, context, host_site):  # noqa: F811
+        platform, grammar_warm, actions_worker, endpoint, allow_loopback, context, host_site):  # noqa: F811
     from playwright.sync_api import expect
 
     site = make_tenant(origins=[host_site.origin], max_output_tokens=48)
@@ -36,4 +42,4 @@ def test_the_widget_shows_the_status_line_then_the_reply_after_the_action(
     expect(reply).not_to_be_empty(timeout=60_000)
     expect(widget.locator(".msg.assistant .fb").last).to_be_visible(timeout=60_000)  # ended: rated
     assert "tool_call" not in widget.inner_text()
-    page.screenshot(path="/tmp/actions-widget.png")
+    page.screenshot(path=SHOT)
