@@ -44,7 +44,7 @@ def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarr
 
 class Encoder:
     def __init__(self, weights: dict[str, np.ndarray], tokenizer):
-        w = {k: v.astype(np.float32) for k, v in weights.items()}
+        w = {k: v.astype(np.float32, copy=False) for k, v in weights.items()}
         self.tokenizer = tokenizer
         tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
