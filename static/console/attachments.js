@@ -21,9 +21,15 @@
         a.append(img);
       } else {
         a.download = f.name;
-        a.textContent = `📎 ${f.name}`;
+        a.textContent = f.name;
       }
       li.append(a);
+      if (f.kind !== "image") {
+        const size = document.createElement("span");
+        size.className = "muted small";
+        size.textContent = ` ${f.size < 1024 ? `${f.size} bytes` : `${Math.round(f.size / 1024)} KB`}`;
+        li.append(size);
+      }
       ul.append(li);
     }
     return ul;

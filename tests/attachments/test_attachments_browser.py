@@ -90,15 +90,29 @@ def test_an_attachment_goes_both_ways_and_an_outsider_is_refused(platform, brows
         agent.get_by_label("Send a file to the visitor").set_input_files(str(tmp_path / "map.png"))
         agent.get_by_role("button", name="Send file").click()
         expect(agent.locator("#transcript img[alt='map.png']")).to_be_visible()
-        agent.screenshot(path=str(out / "attachments-inbox.png"), full_page=True)
 
         back = page.locator("tandem-chat .msg.agent img")
         expect(back).to_have_attribute("alt", "map.png")
         page.wait_for_function("() => document.querySelector('tandem-chat').shadowRoot"
                                ".querySelector('.msg.agent img').naturalWidth === 120")
-        page.screenshot(path=str(out / "attachments-widget.png"))
         reply = Attachment.objects.get(sender="agent")
         assert reply.message.author_name == "Maya" and reply.conversation_id == conv.pk
+
+        # A file that is not a picture, sent while the agent's page is open: it arrives there
+        # live, and both sides get a link that downloads it.
+        (tmp_path / "order.txt").write_text("Order 1042: tent, two poles\n")
+        with page.expect_file_chooser() as chooser:
+            page.get_by_role("button", name="Attach a file").click()
+        chooser.value.set_files(str(tmp_path / "order.txt"))
+        expect(page.locator("tandem-chat .msg.user a", has_text="order.txt")).to_be_visible()
+        arrived = agent.locator("#transcript .attachment.file a", has_text="order.txt")
+        expect(arrived).to_be_visible()
+        download = agent.request.get(platform.base_url + arrived.get_attribute("href"))
+        assert download.headers["content-disposition"] == 'attachment; filename="order.txt"'
+        assert download.headers["content-type"] == "text/plain; charset=utf-8"
+        assert download.text() == "Order 1042: tent, two poles\n"
+        agent.screenshot(path=str(out / "attachments-inbox.png"), full_page=True)
+        page.screenshot(path=str(out / "attachments-widget.png"))
 
         # A reload restores both pictures from the transcript, behind fresh links.
         page.reload()
