@@ -16,7 +16,9 @@ from tenants import quotas
 from ..text.handover import OFF as HANDOVER_OFF
 from ..text.tokenizer import estimate_prompt_tokens
 from ..text.validation import TextRejected, clean_user_text
+from ..wire import keys
 from ..wire.connections import get_redis
+from ..wire.reader import LISTENER_TTL_S
 from ..wire.spec import RequestSpec, Sampling
 from ..wire.workers import live_workers
 from .contracts import HANDOVER, HandOver, ReplyOutcome, ReplySink, ReplyState
@@ -28,7 +30,7 @@ from .submit import request_cancel, request_enqueue, request_keys, request_store
 __all__ = [
     "HANDOVER", "HANDOVER_OFF", "HandOver", "ReplyOutcome", "ReplySink", "ReplyState", "RequestSpec", "Route",
     "Sampling", "TextRejected", "cancel", "clean_user_text", "fail", "estimate_prompt_tokens", "get_redis",
-    "request_keys", "route_for_tenant", "route_is_served", "sink_register", "submit",
+    "keep_listening", "request_keys", "route_for_tenant", "route_is_served", "sink_register", "submit",
 ]
 
 T = TypeVar("T")
@@ -58,6 +60,19 @@ def submit(*, spec: RequestSpec, write_rows: Callable[[], T]) -> T:
         raise
     transaction.on_commit(lambda: request_stored(request_id=request_id, committed=True))
     return rows
+
+
+def keep_listening(*, request_ids: list[str]) -> None:
+    """Renew the listener lease of replies someone waits for by reading their stored rows
+    rather than their stream (the evaluation harness, the console's trial chat): the
+    model workers cancel a request whose lease lapsed (LISTENER_TTL_S after the last
+    renewal), as they do a reply whose socket left."""
+    if not request_ids:
+        return
+    pipe = get_redis().pipeline(transaction=False)
+    for request_id in request_ids:
+        pipe.set(keys.listener(request_id), "1", ex=LISTENER_TTL_S, xx=True)  # never revive a finished one
+    pipe.execute()
 
 
 def cancel(*, request_id: str) -> None:

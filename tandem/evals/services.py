@@ -22,6 +22,7 @@ from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
+from inference.pipeline import api as pipeline
 from knowledge.models import Article, Citation
 from tandem.chat.models import Message
 from tandem.chat.services import QuotaRefused, chat_cancel
@@ -45,7 +46,8 @@ STEP_EVERY_S = 0.5
 IN_FLIGHT = 2  # cases asked at once: a run never takes more than this of the tenant's streams
 WAIT_S = 120.0  # a reply not final by then is cancelled and counted a `timeout`
 STALLED_S = WAIT_S + 60  # a run without a step for this long lost its step task
-STOPPED = "A reply was cancelled from outside the run (a person or an operator): the run stopped there."
+STOPPED = ("A reply was cancelled (by a person or an operator, or because the run's steps fell behind by more "
+           "than the listener lease): the run stopped there.")
 MAX_CASES = 200
 MAX_PHRASES = 20
 MAX_PHRASE_CHARS = 200
@@ -213,6 +215,8 @@ def run_step(*, run_id: int, step: int, send: bool = True) -> bool:
         if _collect(run):
             _stop(run)
         else:
+            # Nobody follows these replies' streams: the run is their listener.
+            pipeline.keep_listening(request_ids=list(run.in_flight))
             _ask_next(run, AssistantSettings(**run.settings_used))
         if not run.is_final and not run.pending and not run.in_flight:
             _finish(run)

@@ -5,6 +5,7 @@ left out of the Outcomes figures and the inbox like the harness's."""
 
 from __future__ import annotations
 
+from inference.pipeline import api as pipeline
 from knowledge.models import Citation
 from tandem.chat.models import Conversation, Message
 from tenants.access import NotFound, access_list
@@ -50,4 +51,8 @@ def trial_reply(*, tenant: Tenant, user, message_id) -> tuple[Message, list[Cita
            .filter(pk=message_id, role=Message.Role.ASSISTANT, conversation__visitor_id=_visitor(user)).first())
     if msg is None:
         raise NotFound("message")
+    if not msg.is_final:
+        # The page polls the stored reply instead of following its stream: each poll keeps
+        # it listened to, and a closed page lets it be cancelled like a socket's.
+        pipeline.keep_listening(request_ids=[str(msg.pk)])
     return msg, list(access_list(Citation, tenant=tenant).filter(message_id=msg.pk).order_by("rank"))

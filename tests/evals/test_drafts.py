@@ -4,7 +4,7 @@ settings, a request made with it carries its prompt, retrieval and sampling in i
 a person, and another tenant's draft is not found. Also: an evaluation conversation's
 hand-over stays on the reply (nobody is called) and its reply is no webhook event; a
 step of a run acts once; one run at a time per tenant; a reply cancelled from outside
-stops its run."""
+stops its run; a run (or a polled trial reply) renews its replies' listener lease."""
 
 from __future__ import annotations
 
@@ -178,3 +178,13 @@ def test_a_reply_cancelled_from_outside_stops_the_run():
     run.refresh_from_db()
     assert (run.status, run.error, run.pending, run.in_flight) == ("failed", services.STOPPED, [], {})
     assert run.summary["cases"] == 1 and not Message.objects.exclude(pk=cancelled.pk).exists()  # nothing asked
+
+
+def test_a_run_or_a_polled_trial_reply_keeps_its_listener_lease(redis_client):
+    from inference.wire import keys
+    from inference.wire.reader import LISTENER_TTL_S
+
+    redis_client.set(keys.listener("eval-r1"), "1", ex=2)
+    pipeline.keep_listening(request_ids=["eval-r1", "eval-gone"])
+    assert LISTENER_TTL_S - 2 <= redis_client.ttl(keys.listener("eval-r1")) <= LISTENER_TTL_S
+    assert not redis_client.exists(keys.listener("eval-gone"))  # a lapsed lease is not revived
