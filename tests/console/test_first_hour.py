@@ -136,7 +136,7 @@ def test_the_operator_overview_starts_with_health_and_finds_and_orders_tenants(c
                            static={"device": "cpu"}, dynamic=lambda: {})
     beat.beat()
     try:
-        live = client.get("/console/live/", HTTP_HX_REQUEST="true").content.decode()
+        live = client.get("/console/live/", {"part": "health"}, HTTP_HX_REQUEST="true").content.decode()
         hardware = client.get("/console/hardware/").content.decode()
     finally:
         beat.stop()
@@ -144,9 +144,10 @@ def test_the_operator_overview_starts_with_health_and_finds_and_orders_tenants(c
     # The CPU tier is in no pool by design: shown as the CPU tier, not "outside any pool".
     assert 'aria-label="CPU tier"' in hardware and "cpu.shared@host:9" in hardware
     assert "cpu.shared@host:9" not in hardware.split('aria-label="CPU tier"')[1].split("</section>")[1]
-    # Members see no health.
+    # Members see no health, and cannot poll it.
     client.force_login(world.owner_a)
     assert 'aria-label="Platform health"' not in client.get("/console/").content.decode()
+    assert client.get("/console/live/", {"part": "health"}).status_code == 404
 
     client.force_login(world.staff)
     found = client.get("/console/live/", {"q": "brav"}).content.decode()

@@ -170,3 +170,46 @@ def test_the_checklist_turns_green_step_by_step_and_test_retrieval_ranks_chunks(
     assert len(scores) > 3 and scores == sorted(scores, reverse=True) and 0 < scores[0] < 1, scores
     shoot(page, "test-retrieval")
     context.close()
+
+
+def test_the_operator_overview_starts_with_health_and_finds_a_tenant_as_typed(live_server, browser, shoot):
+    from playwright.sync_api import expect
+
+    from inference.wire.connections import get_redis
+    from inference.worker.heartbeats import HeartbeatThread
+
+    for slug, name in (("acme", "Acme Outdoor"), ("globex", "Globex Insurance"), ("umbrella", "Umbrella Health")):
+        services.tenant_create(slug=slug, name=name, allowed_origins=[])
+    operator = user(username="opal", is_staff=True)
+    # A CPU worker's heartbeat, as the worker writes it; the pools' workers are missing.
+    beat = HeartbeatThread(get_redis(), name="cpu.shared@web-1:7", role="cpu", pool="shared",
+                           static={"device": "cpu"}, dynamic=lambda: {})
+    beat.start()  # beating every INTERVAL_S while the pages load, as a worker's thread does
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    try:
+        class Site:
+            base_url = live_server.url
+
+        sign_in(page, Site, operator.username)
+        page.goto(f"{live_server.url}/console/")
+        health = page.get_by_role("region", name="Platform health")
+        expect(health.locator('[data-check="database"]')).to_contain_text("ok")
+        expect(health.locator('[data-check="redis"]')).to_contain_text("ok")
+        # The tiers /readyz checks: the CPU tier, and each pool a tenant is allocated to.
+        expect(health.locator('[data-check="workers-cpu"]')).to_contain_text(re.compile(r"[1-9]\d* live"))
+        expect(health.locator('[data-check="workers-prefill.shared"]')).to_contain_text("Workers for prefill.shared")
+        expect(health.locator('[data-check="workers-decode.shared"]')).to_be_visible()
+        assert health.bounding_box()["y"] < page.locator("#live table").first.bounding_box()["y"]
+        page.get_by_label("Search tenants").fill("glob")
+        expect(page.locator("#tenant-count")).to_contain_text("1 of 3 tenants matching “glob”")
+        expect(page.get_by_role("link", name="Globex Insurance")).to_be_visible()
+        expect(page.get_by_role("link", name="Acme Outdoor")).to_have_count(0)
+        shoot(page, "overview-health")
+        page.goto(f"{live_server.url}/console/hardware/")
+        expect(page.get_by_role("region", name="CPU tier")).to_contain_text("cpu.shared@web-1:7")
+        expect(page.get_by_role("region", name="Workers outside any pool")).to_have_count(0)
+    finally:
+        beat.stop()
+        context.close()

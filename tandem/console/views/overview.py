@@ -44,8 +44,6 @@ def _live_context(tenants, request=None):
     ctx = {"total": total, "rows": rows, "q": q, "sort": sort, "sorts": {k: v[0] for k, v in SORTS.items()},
            "sort_label": SORTS[sort][0],
            "tenant_count": len(tenants)}
-    if request is not None and membership.is_operator(request.user):
-        ctx["health"] = ops.readiness()
     return ctx
 
 
@@ -55,6 +53,7 @@ def overview(request):
     tenants = _visible(request)
     return render_page(request, "console/overview.html",
                        {**_live_context(tenants, request), "tenants": tenants,
+                        "health": ops.readiness() if membership.is_operator(request.user) else None,
                         "invitation_count": invitations.invitations_for_user(user=request.user).count()},
                        nav="overview")
 
@@ -62,6 +61,10 @@ def overview(request):
 @signed_in
 @require_GET
 def overview_live(request):
+    if request.GET.get("part") == "health":  # the operators' health card, polled on its own
+        if not membership.is_operator(request.user):
+            raise membership.NotVisible("page")
+        return render_page(request, "console/partials/health.html", {"health": ops.readiness()})
     return render_page(request, "console/partials/overview_live.html", _live_context(_visible(request), request))
 
 
