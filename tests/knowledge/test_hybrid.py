@@ -117,3 +117,16 @@ def test_a_model_whose_weights_are_not_the_published_ones_is_refused(tmp_path, m
         monkeypatch.undo()
         embedding._verified.cache_clear()
     assert embedding.available() is True
+
+
+def test_a_chunk_with_another_models_vector_is_left_out_of_the_vector_side_until_reindexed(help_centre):
+    tenant, articles = help_centre
+    knives = articles["products/knife-sharpening.md"]
+    # As a chunk indexed by the previous model (WordLlama, 256 dimensions) is stored.
+    Chunk.objects.filter(article=knives).update(embedding=bytes(512))
+    dense.revision_bump(tenant_id=tenant.pk)
+    old = set(Chunk.objects.filter(article=knives).values_list("pk", flat=True))
+    near = dense.search(tenant_id=tenant.pk, question=embedding.embed(["My blades feel blunt"])[0], k=100)
+    assert near and not {cid for cid, _ in near} & old
+    services.tenant_reindex(tenant=tenant, index="inline")
+    assert ranked(tenant, articles, "My blades feel blunt", "hybrid")[0] == "products/knife-sharpening.md"
