@@ -30,15 +30,19 @@ LOG_ROOT = BASE_DIR / "var" / "test-logs"
 # dropped client waits out TCP's retransmission (1, 3, 7, 15 s ...) while the server
 # idles. The kernel caps it at net.core.somaxconn.
 WEB_LISTEN_BACKLOG = 4096
+# A keepalive ping on an idle socket this often (daphne's default is 20 s): under the 60 s
+# after which common proxies and load balancers drop a silent connection, and a third as
+# many pings to answer as daphne's default. A peer that vanished is closed by the idle
+# timeout (TANDEM_WS_IDLE_TIMEOUT_S) in any case.
+WS_PING_INTERVAL_S = "45"
 
 
 def daphne_argv(host: str, port: int, *extra: str) -> list[str]:
-    """The command line of one web process (daphne) on host:port: the websocket handshake
+    """The command line of one web process (daphne, tandem/webserver.py) on host:port: the websocket handshake
     may take 30 s under a burst (daphne's 5 s default refused sockets it had accepted), the
-    keepalive ping comes every TANDEM_WS_PING_INTERVAL_S (docs/configuration.md)."""
-    ping = os.environ.get("TANDEM_WS_PING_INTERVAL_S", "")
-    return [sys.executable, "-m", "daphne", "--websocket_connect_timeout", "30",
-            *(["--ping-interval", ping] if ping else []),
+    keepalive ping comes every TANDEM_WS_PING_INTERVAL_S (docs/deploy.md)."""
+    ping = os.environ.get("TANDEM_WS_PING_INTERVAL_S", WS_PING_INTERVAL_S)
+    return [sys.executable, "-m", "tandem.webserver", "--websocket_connect_timeout", "30", "--ping-interval", ping,
             "-e", f"tcp:port={port}:interface={host}:backlog={WEB_LISTEN_BACKLOG}", *extra, "tandem.asgi:application"]
 
 

@@ -145,9 +145,9 @@ case "$cmd" in
         fi
         ensure_model  # quota admission counts prompt tokens with the model's tokenizer
         # As devstack/processes.py:daphne_argv starts it: a listen backlog a burst of
-        # visitors fits in, and the keepalive ping's interval when set.
-        become python -m daphne --websocket_connect_timeout 30 \
-            ${TANDEM_WS_PING_INTERVAL_S:+--ping-interval "$TANDEM_WS_PING_INTERVAL_S"} \
+        # visitors fits in, and the keepalive ping's interval.
+        become python -m tandem.webserver --websocket_connect_timeout 30 \
+            --ping-interval "${TANDEM_WS_PING_INTERVAL_S:-45}" \
             -e "tcp:port=8000:interface=0.0.0.0:backlog=4096" --proxy-headers tandem.asgi:application
         ;;
     cpu-worker)

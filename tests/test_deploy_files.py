@@ -152,7 +152,7 @@ def test_web_migrates_then_serves_daphne_on_all_interfaces_port_8000():
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     migrate = next(i for i, line in enumerate(lines) if "manage.py migrate" in line)
-    daphne = next(i for i, line in enumerate(lines) if "daphne" in line)
+    daphne = next(i for i, line in enumerate(lines) if "tandem.webserver" in line)  # daphne's CLI
     assert migrate < daphne
     argv = shlex.split(lines[daphne])[1:]
     # One endpoint on every interface, port 8000, with a listen backlog a burst of

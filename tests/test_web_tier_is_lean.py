@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from devstack.processes import free_port, wait_for
+from devstack.processes import daphne_argv, free_port, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("torch", "transformers")
@@ -70,9 +70,8 @@ def test_the_asgi_app_and_every_web_surface_module_load_without_torch_or_transfo
 def test_a_web_process_started_as_make_run_starts_it_maps_no_torch_and_starts_small(tmp_path):
     port = free_port()
     log = open(tmp_path / "web.log", "w")
-    # devstack/__main__.py's command line for the web tier.
-    proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                             "tandem.asgi:application"], cwd=ROOT, env=dict(os.environ),
+    # The web tier's command line, as make run and the platform fixtures start it.
+    proc = subprocess.Popen(daphne_argv("127.0.0.1", port), cwd=ROOT, env=dict(os.environ),
                             stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_for(lambda: _healthy(port), timeout=90, what="daphne", procs={"web": proc}, log_dir=tmp_path)

@@ -52,7 +52,8 @@ FD_HEADROOM = 512
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks sockets", description=__doc__.split("\n\n")[0])
     p.add_argument("--idle", default="1000,5000,10000", help="idle socket counts, ascending (default 1000,5000,10000)")
-    p.add_argument("--chats", default="32,64,128", help="visitors chatting at once (default 32,64,128)")
+    p.add_argument("--chats", default="1,32,64,128",
+                   help="visitors chatting at once (default 1,32,64,128; 1 gives the TTFT overhead over the engine)")
     p.add_argument("--slow-among", type=int, default=64, help="clients in the slow-client test; 0 skips it")
     p.add_argument("--web-processes", default="1,2", help="phases: web processes each (default 1,2)")
     p.add_argument("--max-output-tokens", type=int, default=64)
@@ -63,8 +64,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="pairs of rounds without and with the slow client, alternated A B B A (default 2)")
     p.add_argument("--warmup", type=int, default=2, help="unmeasured requests each side before measuring")
     p.add_argument("--no-engine", action="store_true", help="skip the engine-alone comparison")
-    p.add_argument("--batch-frames", action="store_true",
-                   help="chat clients ask for token frames carrying several tokens (batch=1, docs/protocol.md)")
+    p.add_argument("--token-per-frame", dest="batch_frames", action="store_false",
+                   help="chat clients speak the protocol without batch=1, one token a frame, as clients "
+                        "older than token batching do (by default they ask for frames carrying several "
+                        "tokens, as the widget does: docs/protocol.md)")
     platform_site.add_site_options(p)
     add_quick_options(p, default_out="var/bench/sockets.json")
     return parse_quick(p, argv, name="sockets", default_out="var/bench/sockets.json", quick_defaults=QUICK,
