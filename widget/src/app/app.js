@@ -183,8 +183,7 @@ export class App {
     this.files = cfg.attachments && cfg.attachments.enabled ? cfg.attachments : null;
     if (this.files) {
       const clip = paperclip({ label: this.t("attach"), accept: this.files.accept, onPick: (f) => this.attach(f) });
-      this.view.input.before(clip.button);
-      this.view.input.after(clip.input);
+      this.view.input.after(clip.button, clip.input); // after the box: Shift+Tab from it still leads back into the conversation
     }
     const color = COLOR.test(cfg.color || "") ? cfg.color : "#2f5bd3";
     this.view.setTheme({
