@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from inference.wire.spec import Sampling
+from tandem.repetition.defaults import WIDGET_REPETITION
 
 from .validation import InvalidInput
 
@@ -19,13 +20,8 @@ if TYPE_CHECKING:
 OPENAI_MAX_TOKENS = 256
 OPENAI_TEMPERATURE = 1.0
 OWN_TEMPERATURE = 0.0
-# A small model answering greedily loops: on "How do I reset my password?" the default
-# model wrote the same sentence about entering the new password again until max_tokens
-# ended it. Tandem's own surfaces therefore sample with repetition control unless the
-# tenant turns it off (tandem.repetition): these (frequency, presence, repetition)
-# penalties were chosen with `python -m benchmarks repetition` on the shipped 60
-# support questions (docs/api.md, "Sampling controls", has the table).
-WIDGET_REPETITION = (0.5, 0.0, 1.0)
+# Tandem's own surfaces sample with the tenant's repetition control (tandem.repetition),
+# on by default with these penalties (tandem/repetition/defaults.py says how they were chosen).
 OWN_FREQUENCY_PENALTY = WIDGET_REPETITION[0]
 
 # What a caller of Tandem's own surfaces may set per message (the socket's `sampling`

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .defaults import WIDGET_REPETITION
 from .models import RepetitionSettings
 
 OFF = (0.0, 0.0, 1.0)
@@ -18,8 +19,6 @@ class Penalties:
 
 def repetition_get(*, tenant_id: int) -> RepetitionSettings:
     """The tenant's row, or an unsaved one holding the defaults."""
-    from tandem.chat.sampling import WIDGET_REPETITION
-
     row = RepetitionSettings.objects.filter(tenant_id=tenant_id).first()
     if row is None:
         freq, pres, rep = WIDGET_REPETITION

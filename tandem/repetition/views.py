@@ -8,12 +8,12 @@ from __future__ import annotations
 from django.contrib import messages
 from django.shortcuts import redirect
 
-from tandem.chat.sampling import WIDGET_REPETITION
 from tandem.chat.validation import InvalidInput
 from tandem.console.views.base import actor, render_page, tenant_page
 from tenants.membership import Can
 
 from . import selectors, services
+from .defaults import WIDGET_REPETITION
 from .forms import RepetitionForm
 
 
