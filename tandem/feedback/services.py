@@ -11,6 +11,7 @@ from tandem.chat import services as chat
 from tandem.chat.models import Conversation, Message
 from tandem.chat.validation import InvalidInput
 from tandem.chat.visitors import Visitor
+from tandem.webhooks import chat_events as webhook_events
 from tenants.models import Tenant
 
 from .models import Csat, Feedback
@@ -63,6 +64,7 @@ def feedback_give(*, tenant: Tenant, message_id, rating: object, comment: object
         row, _ = Feedback.objects.update_or_create(
             message=msg, rater=conversation_rater(conversation),
             defaults={"tenant": tenant, "conversation": conversation, "rating": rating, "comment": text})
+        webhook_events.feedback_created(row)
     return row
 
 
@@ -86,9 +88,11 @@ def csat_give(*, tenant: Tenant, conversation_id, score: object, comment: object
     human = conversation.first_human_reply_at is not None or answers.filter(role=Message.Role.AGENT).exists()
     try:
         with transaction.atomic():
-            return Csat.objects.create(
+            row = Csat.objects.create(
                 tenant=tenant, conversation=conversation, score=value, comment=text,
                 answered_by=Csat.AnsweredBy.HUMAN if human else Csat.AnsweredBy.AI,
                 rater=conversation_rater(conversation))
+            webhook_events.csat_created(row)
+            return row
     except IntegrityError:
         raise CsatAlreadyGiven() from None

@@ -1,6 +1,6 @@
 """The chat's events, in the words receivers get (docs/webhooks.md): one function per
-hook in tandem.chat (services, responder, assignment, reply_sink), each called in the
-transaction that made the change. Internal notes never become events."""
+hook in tandem.chat (services, responder, assignment, reply_sink) and tandem.feedback,
+each called in the transaction that made the change. Internal notes never become events."""
 
 from __future__ import annotations
 
@@ -57,3 +57,22 @@ def reply_failed(*, request_id: str, code: str) -> None:
     if row is not None:
         event_emit(tenant_id=row[1], type="reply.failed", data={
             "message": str(request_id), "conversation": str(row[0]), "code": code})
+
+
+def _when(at) -> int | None:
+    return int(at.timestamp()) if at else None
+
+
+def feedback_created(feedback) -> None:
+    """A rating of a reply (a second rating of the same reply by the same rater replaces
+    the first, and is sent again)."""
+    event_emit(tenant_id=feedback.tenant_id, type="feedback.created", data={"feedback": {
+        "message": str(feedback.message_id), "conversation": str(feedback.conversation_id),
+        "rating": feedback.rating, "comment": feedback.comment or None,
+        "created": _when(feedback.updated_at)}})
+
+
+def csat_created(csat) -> None:
+    event_emit(tenant_id=csat.tenant_id, type="csat.created", data={"csat": {
+        "conversation": str(csat.conversation_id), "score": csat.score, "comment": csat.comment or None,
+        "answered_by": csat.answered_by, "created": _when(csat.created_at)}})

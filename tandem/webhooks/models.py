@@ -10,7 +10,8 @@ from django.db import models
 
 from tenants.models import Tenant
 
-EVENT_TYPES = ("conversation.created", "message.created", "conversation.handoff", "reply.failed")
+EVENT_TYPES = ("conversation.created", "message.created", "conversation.handoff", "reply.failed",
+               "feedback.created", "csat.created")
 TEST_EVENT = "webhook.test"
 
 

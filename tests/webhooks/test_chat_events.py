@@ -96,3 +96,24 @@ def test_a_tenant_without_endpoints_or_an_endpoint_without_the_type_gets_no_even
     only_failures = subscribed(["reply.failed"])
     services.conversation_create(tenant=only_failures, channel=Conversation.Channel.API)
     assert emitted(bare) == [] and emitted(only_failures) == []
+
+
+def test_a_rating_and_a_csat_score_are_events_and_a_second_rating_is_sent_again():
+    from tandem.feedback import services as feedback
+
+    tenant = subscribed(["feedback.created", "csat.created"])
+    conversation = Conversation.objects.create(tenant=tenant, channel=Conversation.Channel.API)
+    reply = Message.objects.create(conversation=conversation, role=Message.Role.ASSISTANT, content="Ships today.",
+                                   status=Message.Status.DONE)
+    feedback.feedback_give(tenant=tenant, message_id=reply.pk, rating="down", comment="Wrong parcel")
+    feedback.feedback_give(tenant=tenant, message_id=reply.pk, rating="up")
+    feedback.csat_give(tenant=tenant, conversation_id=conversation.pk, score=4, comment="Quick")
+    first, second, csat = emitted(tenant)
+    assert first["type"] == second["type"] == "feedback.created"
+    assert first["data"]["feedback"] | {"created": None} == {
+        "message": str(reply.pk), "conversation": str(conversation.pk), "rating": "down",
+        "comment": "Wrong parcel", "created": None}
+    assert (second["data"]["feedback"]["rating"], second["data"]["feedback"]["comment"]) == ("up", None)
+    assert csat["type"] == "csat.created"
+    assert csat["data"]["csat"] | {"created": None} == {
+        "conversation": str(conversation.pk), "score": 4, "comment": "Quick", "answered_by": "ai", "created": None}
