@@ -128,8 +128,12 @@ response = conn.getresponse()
 sys.exit(0 if response.status == 200 else f"worker answered {response.status}: {response.read()[:300]!r}")
 PY
             ;;
+        webhooks-worker|actions-worker)
+            # Celery answers a ping to the worker's node name (queue.py: <queue>@<host>).
+            python -m celery -A tandem inspect ping -d "${tier%-worker}@$(hostname)" --timeout 10 >/dev/null
+            ;;
         *)
-            log "healthcheck: expected web, cpu-worker, prefill-worker, decode-worker or colocated-worker, not $tier"
+            log "healthcheck: expected web, cpu-worker, prefill-worker, decode-worker, colocated-worker, webhooks-worker or actions-worker, not $tier"
             exit 64
             ;;
     esac
@@ -161,6 +165,12 @@ case "$cmd" in
         ;;
     colocated-worker)
         worker colocated "${TANDEM_WORKER_CONCURRENCY:-${TANDEM_MAX_BATCH:-64}}"
+        ;;
+    webhooks-worker|actions-worker)
+        # The CPU tier's outbound queues (webhook deliveries, tenant actions), Celery
+        # threads on a queue each: python -m tandem.webhooks / tandem.actions.
+        export TANDEM_ROLE=cpu
+        become python -m "tandem.${cmd%-worker}"
         ;;
     prepare-model)
         TANDEM_PREPARE_MODEL=1 ensure_model

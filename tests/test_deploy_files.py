@@ -6,6 +6,7 @@ lines are compared with the ones the code itself builds (inference.worker.comman
 
 from __future__ import annotations
 
+import importlib
 import re
 import shlex
 import shutil
@@ -131,6 +132,22 @@ def test_the_entrypoint_starts_each_worker_service_on_its_queue_exactly_as_the_c
     assert argv[1:] == worker_argv(role, env.get("TANDEM_POOL", "shared"), concurrency=slots)[1:]
 
 
+@pytest.mark.parametrize("name", ["webhooks-worker", "actions-worker"])
+def test_the_outbound_queues_workers_run_as_the_cpu_tier_with_the_command_line_make_run_uses(name):
+    service = SERVICES[name]
+    env = environment(service)
+    assert service["command"] == [name] and env["TANDEM_ROLE"] == "cpu"
+    line = exec_line(dry_run(name, env=env))
+    package = f"tandem.{name.removesuffix('-worker')}"
+    assert line == ["python", "-m", package]
+    # What that module execs: queue.worker_argv, the devstack's, with the service's threads.
+    queue = importlib.import_module(f"{package}.queue")
+    main = (ROOT / package.replace(".", "/") / "__main__.py").read_text()
+    assert "worker_argv(concurrency=" in main and "os.execv" in main
+    argv = queue.worker_argv(concurrency=int(env["TANDEM_WORKER_CONCURRENCY"]))
+    assert argv[argv.index("-Q") + 1] == queue.QUEUE and argv[argv.index("-P") + 1] == "threads"
+
+
 def test_decode_and_prefill_slots_follow_their_batch_sizes_and_a_pool_comes_from_the_environment():
     env = {"TANDEM_POOL": "acme-dedicated", "TANDEM_MAX_BATCH": "16"}
     argv = worker_exec_line(dry_run("decode-worker", env=env), env)
@@ -232,7 +249,11 @@ def test_postgres_and_redis_have_healthchecks():
     assert "ping" in SERVICES["redis"]["healthcheck"]["test"]
 
 
-@pytest.mark.parametrize("name", ["web", "cpu-worker", "prefill-worker", "decode-worker", "colocated-worker"])
+LONG_RUNNING = ["web", "cpu-worker", "prefill-worker", "decode-worker", "colocated-worker", "webhooks-worker",
+                "actions-worker"]
+
+
+@pytest.mark.parametrize("name", LONG_RUNNING)
 def test_long_running_services_wait_for_healthy_stores_a_migrated_schema_and_the_model(name):
     deps = SERVICES[name]["depends_on"]
     assert deps["postgres"]["condition"] == "service_healthy"
@@ -241,7 +262,7 @@ def test_long_running_services_wait_for_healthy_stores_a_migrated_schema_and_the
     assert deps["prepare-model"]["condition"] == "service_completed_successfully"
 
 
-@pytest.mark.parametrize("name", ["web", "cpu-worker", "prefill-worker", "decode-worker", "colocated-worker"])
+@pytest.mark.parametrize("name", LONG_RUNNING)
 def test_long_running_services_have_a_healthcheck_for_their_own_tier(name):
     test = SERVICES[name]["healthcheck"]["test"]
     assert test == ["CMD", "tandem-entrypoint", "healthcheck", name]
