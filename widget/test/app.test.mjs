@@ -115,8 +115,10 @@ test("waiting with someone online says so; a person joining replaces it", () => 
   sock.frame({ type: "handoff", conversation: "c1", state: "pending_human" });
   assert.equal(app.view.notice.textContent, "Waiting for a person from the team…");
   assert.equal(offlineEl(), null);
+  assert.equal(app.view.live.textContent, "Waiting for a person from the team…"); // read out once
   sock.frame({ type: "handoff", conversation: "c1", state: "human", agent: "Maya" });
   assert.equal(app.view.notice.textContent, "Maya joined the conversation.");
+  assert.equal(app.view.live.textContent, "Maya joined the conversation.");
 });
 
 test("a reply that ends at its token budget is marked as cut short", () => {

@@ -569,7 +569,9 @@ export class App {
   // A person of the site's team (docs/protocol.md: handoff, agent_message, typing).
   onHandoff(f, quiet) {
     if (f.conversation !== this.conversationId) return;
-    this.handover.apply(f); // its notice is a polite live region: read out as it changes
+    const before = this.view.notice.textContent;
+    const n = this.handover.apply(f);
+    if (!quiet && n.text && n.text !== before) this.view.announce(n.text, ""); // screen readers hear it
     if (f.state === "resolved") this.feedback.ask(); // a person resolved it: how did we do?
     this.handover.place(this.conversationId);
     if (!quiet) this.view.scrollToEnd();

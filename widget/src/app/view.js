@@ -79,8 +79,9 @@ export class View {
     this.log = h("div", { class: "log", role: "region", "aria-label": t("conversation"), tabindex: "0" });
     this.status = h("div", { class: "status", role: "status" });
     this.alert = h("div", { class: "alert", role: "alert" });
-    // The hand-over's notice (waiting, joined, away): calm, read out politely, not an error.
-    this.notice = h("div", { class: "notice", "aria-live": "polite" });
+    // The hand-over's notice (waiting, joined, away): calm, not an error; read out through
+    // the live region below as it changes (App.onHandoff).
+    this.notice = h("div", { class: "notice" });
     this.personButton = h("button", { class: "btn secondary", type: "button", text: t("person"),
       onclick: () => on.person() });
     this.live = h("div", { class: "sr", "aria-live": "polite" });
