@@ -165,7 +165,7 @@ class AssistantForm(Form):
         ("Widget texts", ["widget_greeting", "widget_placeholder"]),
         ("Identity verification", ["identity_verification"]),
         # The expressions field is shown apart, behind "Advanced" (templates/console/assistant.html).
-        ("Hand-over phrases", ["handover_builtin", "handover_phrases"]),
+        ("When a visitor asks for a person", ["handover_builtin", "handover_phrases"]),
         ("Hand-over to a person", ["handover_text", "handover_round_robin", "handover_ungrounded"]),
     ]
     PREVIEW_FIELDS = ("widget_title", "widget_color", "widget_greeting", "widget_placeholder",

@@ -176,7 +176,7 @@ def test_screenshots_of_every_console_page(platform, browser, redis_client, fake
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#secret-key")).to_be_visible()
     shoot(page, "tenant-created")
-    shoot(page, "tenant-usage", "/console/t/acme/", wait_charts=True)
+    shoot(page, "tenant-usage", "/console/t/acme/usage/", wait_charts=True)
     shoot(page, "quotas-operator", "/console/t/acme/quotas/")
     page.get_by_label("Requests per minute", exact=True).fill("-5")
     page.get_by_role("button", name="Save").click()

@@ -144,6 +144,18 @@ def test_the_checklist_turns_green_step_by_step_and_test_retrieval_ranks_chunks(
     Message.objects.create(conversation=conv, role="assistant", content="Within two working days.")
     expect_done("Copy the embed snippet", "Allow your site's origin", "Add articles", "Try the assistant")
 
+    # The hand-over phrases on the Assistant page: the built-in set shown, one's own as words.
+    step("Try the assistant").get_by_role("link", name="Assistant").click()
+    expect(page.get_by_role("listitem").filter(has_text="“talk to a person”")).to_be_visible()
+    expect(page.get_by_label("Regular expressions")).not_to_be_visible()  # behind "Advanced"
+    page.get_by_label("Hand-over phrases").fill("speak to a manager\nI want a refund now")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.get_by_role("status").filter(has_text="Saved")).to_be_visible()
+    expect(page.get_by_label("Hand-over phrases")).to_have_value("speak to a manager\nI want a refund now")
+    page.get_by_label("Hand-over phrases").scroll_into_view_if_needed()
+    shoot(page, "assistant-phrases")
+    expect_done("Copy the embed snippet", "Allow your site's origin", "Add articles", "Try the assistant")
+
     # 5. Invite a teammate, from the Team tab.
     step("Invite a teammate").get_by_role("link", name="Team").click()
     form = page.get_by_role("form", name="Invite a person")
