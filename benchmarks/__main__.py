@@ -3,7 +3,8 @@ import sys
 
 SUITES = {"engine": "benchmarks.engine.run", "e2e": "benchmarks.e2e.run", "fairness": "benchmarks.fairness.run",
           "knowledge": "benchmarks.knowledge.run", "faults": "benchmarks.faults.run", "admission": "benchmarks.admission",
-          "sockets": "benchmarks.sockets.run", "repetition": "benchmarks.repetition"}
+          "sockets": "benchmarks.sockets.run", "repetition": "benchmarks.repetition",
+          "webhooks": "benchmarks.webhooks.run"}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in SUITES:

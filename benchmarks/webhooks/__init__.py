@@ -1,0 +1,1 @@
+"""`python -m benchmarks webhooks`: webhook fan-out, alone and beside chats (issue 29)."""
