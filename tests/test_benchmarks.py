@@ -144,5 +144,23 @@ def check_admission(doc: dict) -> None:
         assert doc[side]["n"] == 300 and positive(doc[side]["p50"]) and doc[side]["p99"] >= doc[side]["p50"]
 
 
+def check_webhooks(doc: dict) -> None:
+    fan = doc["fanout"]  # --quick: 50 events, every one delivered once, every delivery recorded a success
+    assert fan["events"] == fan["emitted"] == fan["delivered"] == 50, fan
+    assert fan["deliveries"] == {"succeeded": 50}, fan["deliveries"]
+    assert positive(fan["delivered_per_s"]) and positive(fan["delay_ms"]["p50"]), fan
+    assert fan["delay_ms"]["p99"] >= fan["delay_ms"]["p50"], fan["delay_ms"]
+    chats = doc["chats"]
+    assert [r["webhooks"] for r in chats["rounds"]] == [False, True], chats["rounds"]  # A B
+    assert chats["rounds"][0]["events"] == 0 and chats["rounds"][1]["events"] > 0, "off stores no event, on does"
+    for side in ("off", "on"):
+        s = chats[side]
+        assert s["error_count"] == 0 and positive(s["ttft_ms"]["p50"]) and positive(s["itl_ms"]["p99"]), s
+    ev = chats["events"]
+    assert ev["delivered"] == ev["emitted"] > 0 and positive(ev["delay_ms"]["p99"]), ev
+    r = doc["receiver"]
+    assert r["bad_signatures"] == 0 and r["signatures_verified"] > 0, r
+
+
 CHECKS = {"engine": check_engine, "e2e": check_e2e, "fairness": check_fairness, "faults": check_faults,
-          "knowledge": check_knowledge, "admission": check_admission}
+          "knowledge": check_knowledge, "admission": check_admission, "webhooks": check_webhooks}
