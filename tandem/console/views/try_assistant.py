@@ -1,6 +1,7 @@
 """Tenant → Assistant → Try: a chat with the real assistant (through the pipeline, on
 the tenant's pool and quota) with the draft settings or the live ones; each reply is
-polled by htmx until it is final and shows the sources it cited."""
+polled by htmx until it is final and shows the sources it cited. It spends the tenant's
+quota, so it is for those who manage the tenant (admins, owners)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ REPLY = {"message_id": Obj("reply", Message.objects.filter(role=Message.Role.ASS
                            "message")}
 
 
-@tenant_page(write=Can.MANAGE, methods=("GET",))
+@tenant_page(read=Can.MANAGE, write=Can.MANAGE, methods=("GET",))
 def try_page(request, access):
     has_draft = drafts.draft_get(tenant=access.tenant) is not None
     form = TryForm(initial={"settings": "draft" if has_draft else "live"})
@@ -49,7 +50,7 @@ def try_ask(request, access):
     return render_page(request, "console/evals/partials/try_exchange.html", ctx, access=access)
 
 
-@tenant_page(methods=("GET",), write=Can.MANAGE, objects=REPLY)
+@tenant_page(read=Can.MANAGE, write=Can.MANAGE, methods=("GET",), objects=REPLY)
 def try_reply(request, access, reply):
     try:
         msg, sources = trial.trial_reply(tenant=access.tenant, user=request.user, message_id=reply.pk)
