@@ -5,4 +5,4 @@ the table). A small model answering greedily loops: on "How do I reset my passwo
 default model wrote the same sentence about entering the new password again until
 max_tokens ended it. No Django models here: tandem.chat.sampling reads these at import."""
 
-WIDGET_REPETITION = (0.5, 0.0, 1.0)
+WIDGET_REPETITION = (0.8, 0.0, 1.0)
