@@ -410,6 +410,7 @@ export class App {
     if (typeof f.token !== "string" || !f.token) return;
     this.socketVisitor = f.token;
     this.store.setVisitor(f.token);
+    if (this.gotVisitor) this.gotVisitor();
   }
 
   onFrame(f) {
@@ -599,15 +600,16 @@ export class App {
   // Files (docs/attachments.md): uploaded over HTTP, then sent by reference on the socket.
   async attach(file) {
     if (this.fatal || !this.files) return;
-    if (!this.store.visitor) { this.setAlert(this.t("uploadFailed")); this.conn.start(); return; }
     this.setAlert(null);
     this.view.setStatus("uploading");
     try {
+      // A new visitor's id comes with the socket's first frame ("visitor"): wait for it, 10 s at most.
+      if (!this.store.visitor) await new Promise((r) => { this.gotVisitor = r; this.conn.start(); setTimeout(r, 1e4); });
       const a = await upload({ base: this.base, key: this.key, visitor: this.store.visitor, user: this.user && this.user.id,
         userHash: this.user && this.user.hash, file, maxBytes: this.files.max_bytes });
       if (!this.conn.send({ type: "attachment", attachment: a.id, conversation: this.conversationId })) throw 0;
     } catch (e) {
-      this.setAlert(this.t({ file_too_large: "fileTooLarge", file_type_not_allowed: "fileType" }[e && e.code]
+      this.setAlert(this.t({ file_too_large: "fileTooLarge", file_type_not_allowed: "fileType" }[e.code]
         || "uploadFailed"));
     } finally {
       this.view.setStatus(null);

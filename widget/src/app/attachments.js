@@ -8,9 +8,9 @@ import { h, icon } from "./dom.js";
 
 /** The paperclip: a button that opens the file picker; `onPick(file)` gets the file chosen. */
 export function paperclip({ label, accept, onPick }) {
-  const input = h("input", { type: "file", class: "file-pick", accept, tabindex: "-1", "aria-hidden": "true",
+  const input = h("input", { type: "file", accept, hidden: true,
     onchange: () => { const f = input.files[0]; input.value = ""; if (f) onPick(f); } });
-  const button = h("button", { type: "button", class: "btn secondary clip", "aria-label": label, title: label,
+  const button = h("button", { type: "button", class: "btn secondary clip", "aria-label": label,
     onclick: () => input.click() }, icon("M16.5 6v11.5a4 4 0 0 1-8 0V5a2.5 2.5 0 0 1 5 0v10.5a1 1 0 0 1-2 0V6H10v9.5a2.5 "
     + "2.5 0 0 0 5 0V5a4 4 0 0 0-8 0v12.5a5.5 5.5 0 0 0 11 0V6z"));
   return { button, input };
@@ -38,5 +38,5 @@ export async function upload({ base, key, visitor, user, userHash, file, maxByte
 /** A message's files as a list: images in place (a link to the whole picture), other
  * files as links with their size. */
 export const fileList = (files, base, label) => h("ul", { class: "files", "aria-label": label },
-  ...files.map((f) => h("li", { class: f.kind }, h("a", { href: base + f.url, target: "_blank", rel: "noopener" },
+  ...files.map((f) => h("li", { class: f.kind }, h("a", { href: base + f.url, target: "_blank" }, // _blank implies noopener
     f.kind === "image" ? h("img", { src: base + f.url, alt: f.name }) : `${f.name} (${size(f.size)})`))));
