@@ -7,11 +7,11 @@ from ..machine import measured_on
 from ..report import fmt, heading, table
 
 FANOUT_HEADERS = ["events", "emitters", "delivered", "emitted/s", "delivered/s", "delay p50 ms", "delay p99 ms",
-                  "delay max ms", "deliveries"]
+                  "delay max ms", "POST p50 ms", "deliveries"]
 CHAT_HEADERS = ["webhooks", "chats", "rounds", "completed", "errors", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99",
                 "tok/s"]
 EVENTS_HEADERS = ["chats", "events emitted", "delivered", "delay p50 ms", "delay p99 ms", "delay max ms",
-                  "deliveries"]
+                  "POST p50 ms", "deliveries"]
 ITL_TARGET_PERCENT = 5.0
 DELAY_TARGET_MS = 1000.0
 
@@ -25,7 +25,8 @@ def fanout_rows(result: dict) -> list[list]:
     if not f:
         return []
     return [[f["events"], f["emitters"], f["delivered"], f["emitted_per_s"], f["delivered_per_s"],
-             f["delay_ms"]["p50"], f["delay_ms"]["p99"], f["delay_ms"]["max"], _statuses(f["deliveries"])]]
+             f["delay_ms"]["p50"], f["delay_ms"]["p99"], f["delay_ms"]["max"],
+             f.get("post_ms", {}).get("p50"), _statuses(f["deliveries"])]]
 
 
 def chat_rows(result: dict) -> list[list]:
@@ -47,7 +48,7 @@ def events_rows(result: dict) -> list[list]:
         return []
     e = c["events"]
     return [[c["chats"], e["emitted"], e["delivered"], e["delay_ms"]["p50"], e["delay_ms"]["p99"],
-             e["delay_ms"]["max"], _statuses(e["deliveries"])]]
+             e["delay_ms"]["max"], e.get("post_ms", {}).get("p50"), _statuses(e["deliveries"])]]
 
 
 def targets(result: dict) -> list[tuple[str, str, bool | None]]:

@@ -195,8 +195,12 @@ class Bench:
             if not ({"sending", "pending"} & statuses.keys()) or time.monotonic() > deadline:
                 break
             time.sleep(0.1)  # polling another process's writes
+        # The attempts' own time (the POST, as the worker timed it): the rest of a delay is
+        # waiting for a worker thread.
+        post_ms = Delivery.objects.filter(event_id__in=ids, duration_ms__isnull=False).values_list(
+            "duration_ms", flat=True)
         return {"emitted": len(ids), "delivered": len(arrivals), "delay_ms": summarize(delays),
-                "deliveries": statuses, "arrivals": list(arrivals.values())}
+                "post_ms": summarize(post_ms), "deliveries": statuses, "arrivals": list(arrivals.values())}
 
     # -- chats -----------------------------------------------------------------------------
 
