@@ -83,7 +83,7 @@ def test_an_agent_lands_in_the_inbox_claims_writes_a_private_note_and_resolves_t
     expect(page).to_have_url(f"{live_server.url}/console/t/{acme.slug}/inbox/?view=waiting")
     expect(page.locator(f"tr[data-conversation='{other.pk}']")).to_be_visible()
     page.get_by_role("link", name="Open the conversation with Ann Lee").click()
-    expect(page.get_by_role("heading", name="Ann Lee")).to_be_visible()
+    expect(page.get_by_role("heading", name="Ann Lee", level=2)).to_be_visible()
 
     # Claim swaps the actions panel in place: the page (and this marker in it) stays.
     page.evaluate("window.stillHere = true")

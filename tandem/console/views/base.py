@@ -57,10 +57,13 @@ def tenant_page(*, read: Can = Can.VIEW, write: Can | None = None, methods=("GET
         @signed_in
         @wraps(view)
         def wrapper(request, slug, **kwargs):
-            access = membership.tenant_access(user=request.user, slug=slug, need=read)
+            access = membership.tenant_access(user=request.user, slug=slug)
+            # Another tenant's object is missing (404) whatever the role; only then the
+            # role's right to this page (403).
             for param, obj in (objects or {}).items():
                 kwargs[obj.name] = membership.tenant_object(access, obj.queryset, what=obj.what,
                                                             pk=kwargs.pop(param))
+            access.require(read)
             if request.method not in ("GET", "HEAD"):
                 access.require(write or Can.OPERATE)
             if request.method not in methods and not (request.method == "HEAD" and "GET" in methods):
