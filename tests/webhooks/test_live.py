@@ -78,12 +78,15 @@ def test_in_chromium_an_admin_adds_an_endpoint_sends_a_test_event_and_reads_the_
     # The receiver's endpoint, allowed by the operator for the worker (and this process).
     endpoint = services.endpoint_create(tenant=tenant, url=receiver.url, events=["reply.failed"],
                                         description="Receiver").endpoint
-    page.goto(f"{platform.base_url}/console/t/{tenant.slug}/webhooks/{endpoint.pk}/")
+    url = f"{platform.base_url}/console/t/{tenant.slug}/webhooks/{endpoint.pk}/"
+    page.goto(url)
     page.get_by_role("button", name="Send test event").click()
     [got] = receiver.wait_for(1)
     row = page.locator("table[aria-label=Deliveries] tbody tr").first
     for _ in range(50):
-        page.reload()
+        # A fresh navigation, not a reload: the button's own navigation may still be under
+        # way, and reloading a page being replaced fails ("Not attached to an active page").
+        page.goto(url)
         if "succeeded" in row.inner_text():
             break
     expect(row.locator(".badge")).to_have_text("succeeded")
