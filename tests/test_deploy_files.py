@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from devstack.processes import WS_PING_INTERVAL_S
 from inference.worker.commandline import worker_argv
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -177,6 +178,8 @@ def test_web_migrates_then_serves_daphne_on_all_interfaces_port_8000():
     endpoint = dict(part.split("=", 1) for part in argv[argv.index("-e") + 1].removeprefix("tcp:").split(":"))
     assert endpoint == {"port": "8000", "interface": "0.0.0.0", "backlog": "4096"}
     assert "-b" not in argv and "-p" not in argv
+    # The same keepalive default as make run's (devstack.processes.daphne_argv).
+    assert argv[argv.index("--ping-interval") + 1] == WS_PING_INTERVAL_S
     assert argv[-1] == "tandem.asgi:application"
 
 

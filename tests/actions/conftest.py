@@ -5,16 +5,14 @@ database and Redis, allowed to reach 127.0.0.1 by the operator setting."""
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-import redis
 
-from devstack.processes import _spawn, database_url, live_workers, new_log_dir, wait_for
 from tandem.actions.queue import worker_argv
+from tests.outbound import allow_loopback, outbound_worker  # noqa: F401  (allow_loopback: a fixture)
 
 
 @dataclass
@@ -75,34 +73,10 @@ def endpoint():
     server.server_close()
 
 
-@pytest.fixture
-def allow_loopback(settings):
-    """The operator allows 127.0.0.1 (the endpoint) in this process too: an action's URL
-    is checked when it is saved."""
-    settings.TANDEM_OUTBOUND_ALLOW_HOSTS = ["127.0.0.1"]
-
-
 @pytest.fixture(scope="session")
 def actions_worker(django_db_setup, django_db_blocker):
-    from django.db import connection
-
-    env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict), "PYTHONUNBUFFERED": "1",
-           "DJANGO_SETTINGS_MODULE": "tandem.settings", "TANDEM_ROLE": "cpu", "TANDEM_POOL": "shared",
-           "TANDEM_OUTBOUND_ALLOW_HOSTS": "127.0.0.1"}
-    log_dir = new_log_dir("actions")
-    proc = _spawn("actions-worker", worker_argv(concurrency=2), env, log_dir)
-    client = redis.Redis.from_url(os.environ["REDIS_URL"])
-    try:
-        wait_for(lambda: any(w.get("pid") == proc.pid for w in live_workers(client)), timeout=180,
-                 what="the actions worker's heartbeat", procs={"actions-worker": proc}, log_dir=log_dir)
+    with outbound_worker("actions-worker", worker_argv(concurrency=2)) as proc:
         yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except Exception:
-            proc.kill()
-            proc.wait()
 
 
 

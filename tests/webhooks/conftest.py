@@ -6,17 +6,15 @@ reach 127.0.0.1 by the operator setting and retrying fast."""
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-import redis
 
-from devstack.processes import _spawn, database_url, live_workers, new_log_dir, wait_for
 from tandem.webhooks.queue import worker_argv
+from tests.outbound import allow_loopback, outbound_worker  # noqa: F401  (allow_loopback: a fixture)
 
 RETRY_BASE_S = 0.3
 
@@ -80,29 +78,5 @@ def receiver():
 
 @pytest.fixture(scope="session")
 def webhooks_worker(django_db_setup, django_db_blocker):
-    from django.db import connection
-
-    env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict), "PYTHONUNBUFFERED": "1",
-           "DJANGO_SETTINGS_MODULE": "tandem.settings", "TANDEM_ROLE": "cpu", "TANDEM_POOL": "shared",
-           "TANDEM_OUTBOUND_ALLOW_HOSTS": "127.0.0.1", "TANDEM_WEBHOOK_RETRY_BASE_S": str(RETRY_BASE_S)}
-    log_dir = new_log_dir("webhooks")
-    proc = _spawn("webhooks-worker", worker_argv(concurrency=4), env, log_dir)
-    client = redis.Redis.from_url(os.environ["REDIS_URL"])
-    try:
-        wait_for(lambda: any(w.get("pid") == proc.pid for w in live_workers(client)), timeout=180,
-                 what="the webhooks worker's heartbeat", procs={"webhooks-worker": proc}, log_dir=log_dir)
+    with outbound_worker("webhooks-worker", worker_argv(concurrency=4), TANDEM_WEBHOOK_RETRY_BASE_S=str(RETRY_BASE_S)) as proc:
         yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except Exception:
-            proc.kill()
-            proc.wait()
-
-
-@pytest.fixture
-def allow_loopback(settings):
-    """The operator allows 127.0.0.1 (the receiver) in this process too: an endpoint's
-    URL is checked when it is saved."""
-    settings.TANDEM_OUTBOUND_ALLOW_HOSTS = ["127.0.0.1"]
