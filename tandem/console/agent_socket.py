@@ -75,12 +75,14 @@ class AgentConsumer(AsyncWebsocketConsumer):
     channel_layer_alias = "tandem-consumers-use-no-layer"
 
     async def connect(self):
+        """Everything the socket follows is marked before the handshake completes: an event
+        (a claim, a message) that lands the moment the client is connected is delivered,
+        never lost between the accept and the first read."""
         self.task, self.redis, self.conversation_id, self.draft = None, None, None, None
         self.access_task = None
-        await self.accept()
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            await self._close(CLOSE_UNAUTHORIZED, "not_signed_in", "Sign in to the console first.")
+            await self._refuse(CLOSE_UNAUTHORIZED, "not_signed_in", "Sign in to the console first.")
             return
         kw = self.scope["url_route"]["kwargs"]
         self.redis = async_redis()
@@ -92,14 +94,21 @@ class AgentConsumer(AsyncWebsocketConsumer):
             self.conversation_id, self.name, self.tenant = await database_sync_to_async(_resolve)(
                 user, kw["slug"], kw["conversation_id"])
         except membership.NotAllowed:
-            await self._close(CLOSE_FORBIDDEN, "forbidden", "Your role may not use the inbox.")
+            await self._refuse(CLOSE_FORBIDDEN, "forbidden", "Your role may not use the inbox.")
             return
         except membership.NotVisible:
-            await self._close(CLOSE_NOT_FOUND, "conversation_not_found", "No such conversation.")
+            await self._refuse(CLOSE_NOT_FOUND, "conversation_not_found", "No such conversation.")
             return
+        events_mark = await events.last_id(self.redis, self.conversation_id)
+        await self.accept()
         self.typed_at = 0.0
-        self.task = asyncio.create_task(self._forward())
+        self.task = asyncio.create_task(self._forward(events_mark))
         self.access_task = asyncio.create_task(self._watch_access(access_mark))
+
+    async def _refuse(self, code: int, error: str, text: str):
+        """Accept only to say why, then close (a refused handshake carries no reason)."""
+        await self.accept()
+        await self._close(code, error, text)
 
     async def _close(self, code: int, error: str, text: str):
         await self.send(text_data=json.dumps({"type": "error", "code": error, "message": text, "detail": text}))
@@ -135,9 +144,9 @@ class AgentConsumer(AsyncWebsocketConsumer):
         finally:
             follower.close()
 
-    async def _forward(self):
+    async def _forward(self, after: str):
         try:
-            async for event in events.tail(self.redis, self.conversation_id):
+            async for event in events.tail(self.redis, self.conversation_id, after=after):
                 if event["type"] == "idle":
                     # An open socket keeps its agent online (the write is throttled there).
                     await database_sync_to_async(assignment.presence_seen)(

@@ -65,10 +65,9 @@ class InboxFeedConsumer(AgentConsumer):
 
     async def connect(self):
         self.task, self.redis, self.conversation_id, self.draft, self.access_task = None, None, None, None, None
-        await self.accept()
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            await self._close(CLOSE_UNAUTHORIZED, "not_signed_in", "Sign in to the console first.")
+            await self._refuse(CLOSE_UNAUTHORIZED, "not_signed_in", "Sign in to the console first.")
             return
         self.redis = async_redis()
         access_mark = await reader.last_id(self.redis, access_events.key(user.pk))
@@ -76,13 +75,15 @@ class InboxFeedConsumer(AgentConsumer):
             self.user = user
             self.tenant = await database_sync_to_async(_resolve)(user, self.scope["url_route"]["kwargs"]["slug"])
         except membership.NotAllowed:
-            await self._close(CLOSE_FORBIDDEN, "forbidden", "Your role may not use the inbox.")
+            await self._refuse(CLOSE_FORBIDDEN, "forbidden", "Your role may not use the inbox.")
             return
         except membership.NotVisible:
-            await self._close(CLOSE_NOT_FOUND, "tenant_not_found", "No such tenant.")
+            await self._refuse(CLOSE_NOT_FOUND, "tenant_not_found", "No such tenant.")
             return
         key = events.inbox_feed_key(self.tenant.pk)
-        self.task = asyncio.create_task(self._feed(key, await reader.last_id(self.redis, key)))
+        feed_mark = await reader.last_id(self.redis, key)
+        await self.accept()
+        self.task = asyncio.create_task(self._feed(key, feed_mark))
         self.access_task = asyncio.create_task(self._watch_access(access_mark))
         await self.send(text_data=json.dumps({"type": "ready"}))
 

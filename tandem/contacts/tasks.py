@@ -32,16 +32,12 @@ def retention_purge_task() -> dict:
     return done
 
 
-def _due_key(now) -> str:
-    return f"tandem:contacts:purge:{now.date().isoformat()}"
-
-
 def purge_if_due(now=None) -> bool:
     """Queue today's purge unless a worker already did; True if this call queued it."""
-    from inference.wire.connections import get_redis
+    from tandem.rounds import round_claim
 
     now = now or timezone.now()
-    if not get_redis().set(_due_key(now), os.getpid(), nx=True, ex=2 * 86400):
+    if not round_claim(f"contacts:purge:{now.date().isoformat()}", ttl_ms=2 * 86400 * 1000):
         return False
     retention_purge_task.apply_async(queue="cpu")
     return True

@@ -1,6 +1,6 @@
 """The outcomes rollup's schedule: every CPU worker runs a small thread that rolls up
 every TANDEM_OUTCOMES_ROLLUP_S seconds (as knowledge syncs are scheduled: no Celery
-beat). A Redis lock lets one worker of the deployment do each round; the rollup is
+beat). A Redis lock lets one worker do each round (tandem.rounds); the rollup is
 idempotent, so a round run twice only costs time."""
 
 from __future__ import annotations
@@ -13,19 +13,18 @@ from celery.signals import worker_ready
 from django.conf import settings
 
 log = logging.getLogger(__name__)
-LOCK = "tandem:outcomes:rollup"
 
 
 def _round() -> None:
     from django.db import close_old_connections
 
-    from inference.wire.connections import get_redis
+    from tandem.rounds import round_claim
 
     from .rollup import outcomes_rollup
 
     close_old_connections()
     every = settings.TANDEM_OUTCOMES_ROLLUP_S
-    if not get_redis().set(LOCK, os.getpid(), nx=True, ex=max(int(every) - 1, 1)):
+    if not round_claim("outcomes:rollup", ttl_ms=max(int(every) - 1, 1) * 1000):
         return  # another worker has this round
     outcomes_rollup()
 

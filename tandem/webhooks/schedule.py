@@ -2,8 +2,8 @@
 visibility timeout would be handed out again and again): every CPU-tier worker runs a
 small thread that, each POLL_S, queues the deliveries that are due (a retry whose time
 came, a queued one no worker took within its lease, an attempt whose worker died). A
-Redis lock lets one worker of the deployment do each round; a delivery queued twice is
-attempted once (delivery._claim)."""
+lock lets one worker do each round (tandem.rounds); a delivery queued twice is attempted
+once (delivery._claim)."""
 
 from __future__ import annotations
 
@@ -16,13 +16,14 @@ from celery.signals import worker_ready
 from django.db.models import Q
 from django.utils import timezone
 
+from tandem.rounds import round_claim
+
 from .events import QUEUED_FOR_S
 from .models import Delivery
 from .queue import deliveries_queue
 
 log = logging.getLogger(__name__)
 POLL_S = 0.5
-LOCK = "tandem:webhooks:schedule"
 BATCH = 500
 S = Delivery.Status
 
@@ -42,10 +43,8 @@ def deliveries_queue_due() -> int:
 def _round() -> None:
     from django.db import close_old_connections
 
-    from inference.wire.connections import get_redis
-
     close_old_connections()
-    if get_redis().set(LOCK, os.getpid(), nx=True, px=int(POLL_S * 1000 * 0.9)):
+    if round_claim("webhooks:schedule", ttl_ms=POLL_S * 1000 * 0.9):
         deliveries_queue_due()
 
 
