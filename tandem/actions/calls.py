@@ -1,6 +1,7 @@
 """A reply that ended with a tool call (the reply sink calls `reply_ended` inside the
 reply's finishing transaction, in whichever process finished it: usually a decode
-worker). Nothing runs here: the call is recorded, checked (the action exists and is
+worker), for a widget conversation or a REST request offered the actions (offer.py).
+Nothing runs here: the call is recorded, checked (the action exists and is
 enabled, the arguments validate, the visitor may trigger it, rounds remain) and then
 either waits for a person (approval) or goes to the CPU tier's `actions` queue, which
 runs it, or settles a refusal by telling the model (runner.py).
@@ -17,11 +18,12 @@ from django.db import transaction
 
 from inference.wire.connections import get_redis
 from tandem.api import tool_calls
-from tandem.chat import events
 from tandem.chat.models import Conversation, Message
+from tandem.handoff import events
 
 from . import conf, lines
 from .models import Action, ActionCall
+from .offer import was_offered
 from .queue import call_queue
 
 S = ActionCall.Status
@@ -36,7 +38,7 @@ def reply_ended(*, request_id: str, text: str) -> ActionCall | None:
     if msg is None or msg.role != Message.Role.ASSISTANT:
         return None
     conv = msg.conversation
-    if conv.channel != Conversation.Channel.WIDGET:
+    if not _offered(conv, request_id):
         return None
     if parsed is None:  # cut short by the token budget: settled as a failed call, the model told
         name, arguments, action = "(incomplete)", {}, None
@@ -63,11 +65,45 @@ def last_user_seq(conv: Conversation, msg: Message) -> int:
             .values_list("seq", flat=True).first() or 0)
 
 
+def _offered(conv: Conversation, request_id: str) -> bool:
+    """A widget reply always may be a call; a REST reply only when its request was offered
+    the tenant's actions (offer.py): a /v1/chat/completions reply that starts with a call
+    is the client's own tool call, and so is one under `"actions": false`."""
+    if conv.channel == Conversation.Channel.WIDGET:
+        return True
+    if conv.channel != Conversation.Channel.API:
+        return False
+    try:
+        return was_offered(request_id)
+    except Exception:  # Redis away: the reply stays as it was written, no call runs
+        log.exception("could not read whether request %s was offered actions", request_id)
+        return False
+
+
+def verified_user(conv: Conversation) -> bool:
+    """Whether the conversation acts for a user whose identity is vouched for: a widget
+    visitor the site proved with the identity hash; and every REST conversation, which
+    only the tenant's own server can make and write to (a secret API key), so the
+    tenant itself vouches for whom it acts for (its visitor_id is the user)."""
+    if conv.channel == Conversation.Channel.API:
+        return True
+    return bool(conv.user_verified and conv.user_id)
+
+
+def acting_for(conv: Conversation) -> tuple[str, bool]:
+    """(the user id an action call carries, whether it is verified): the signed-in widget
+    user, or a REST conversation's visitor_id, which the tenant's server set."""
+    if conv.channel == Conversation.Channel.API:
+        return conv.visitor_id, bool(conv.visitor_id)
+    return conv.user_id, conv.user_verified
+
+
 def _decide(action: Action | None, arguments, conv: Conversation, msg: Message) -> tuple[str, str, str]:
     """(status, the visitor's line, the reason told to the model)."""
     if action is None:
         return S.REFUSED, lines.NOT_AVAILABLE, "there is no such action"
-    if action.who == Action.Who.VERIFIED and not (conv.user_verified and conv.user_id):
+    # "Verified users only" is allowed in every REST conversation (verified_user).
+    if action.who == Action.Who.VERIFIED and not verified_user(conv):
         return S.REFUSED, lines.NEEDS_VERIFIED, "this action is for verified users and the visitor is not signed in"
     try:
         jsonschema.validate(arguments, action.parameters)

@@ -3,6 +3,8 @@ environment; docs/actions.md lists them)."""
 
 from __future__ import annotations
 
+import os
+
 from django.conf import settings
 
 
@@ -23,3 +25,10 @@ def max_response_bytes() -> int:
 def result_chars() -> int:
     """Of what was read, the model is shown at most this many characters."""
     return int(getattr(settings, "TANDEM_ACTIONS_RESULT_CHARS", 2000))
+
+
+def rest_wait_s() -> float:
+    """How long a REST reply waits for the continuation of a call (an approval included)
+    before it ends with a `timeout` error (the answer then arrives in the transcript)."""
+    return float(getattr(settings, "TANDEM_ACTIONS_REST_WAIT_S", None) or os.environ.get(
+        "TANDEM_ACTIONS_REST_WAIT_S", "300"))

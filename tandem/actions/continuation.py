@@ -16,9 +16,10 @@ from django.db import transaction
 from inference.pipeline import api as pipeline
 from inference.wire.connections import get_redis
 from tandem.api import tool_calls
-from tandem.chat import events, services
+from tandem.chat import services
 from tandem.chat.models import Message
-from tandem.chat.responder import message_event
+from tandem.handoff import events
+from tandem.handoff.states import message_event
 from tenants.models import Tenant, UsageRecord
 
 from . import conf, lines

@@ -13,7 +13,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from . import conf, lines, outbound
-from .calls import publish_state
+from .calls import acting_for, publish_state
 from .continuation import continue_after
 from .models import ActionCall
 
@@ -47,8 +47,8 @@ def _run(call: ActionCall) -> None:
     if action is None or not action.enabled:
         status, http_status, result, error, took = S.REFUSED, None, "", "the action was removed or disabled", 0
     else:
-        answer = outbound.call(action, call.arguments, user_id=conv.user_id, verified=conv.user_verified,
-                               call_id=str(call.pk))
+        user_id, verified = acting_for(conv)
+        answer = outbound.call(action, call.arguments, user_id=user_id, verified=verified, call_id=str(call.pk))
         status = S.SUCCEEDED if answer.ok else S.FAILED
         http_status, error, took = answer.status, answer.error, answer.duration_ms
         result = _capped(answer.body) if answer.ok else ""

@@ -1,11 +1,13 @@
-"""Reads of actions and calls for the console, scoped to a tenant (tenants.access)."""
+"""Reads of actions and calls for the console, scoped to a tenant (tenants.access), and
+for the REST API's transcript and the follower of its replies (stream.py)."""
 
 from __future__ import annotations
 
+from tandem.chat.models import Message
 from tenants.access import NotFound, access_list, access_owned
 from tenants.models import Tenant
 
-from .models import Action, ActionCall
+from .models import TOOL_ROLE, Action, ActionCall
 
 
 def action_list(*, tenant: Tenant) -> list[Action]:
@@ -40,3 +42,18 @@ def visitor_lines(*, message_ids: list) -> dict[str, str]:
     widget's transcript: a visitor never reads the call itself."""
     return {str(m): line for m, line in ActionCall.objects.filter(message_id__in=message_ids)
             .values_list("message_id", "status_line")}
+
+
+def continuation_of(*, message_id) -> tuple[str | None, bool]:
+    """Of the reply `message_id` that was a call: (its continuation's id, or None while
+    there is none; whether it ended without one: the call is settled, its result is in
+    the transcript, and the tenant's quota refused the reply after it)."""
+    call = ActionCall.objects.filter(message_id=message_id).values(
+        "continuation_id", "status", "conversation_id", "message__seq").first()
+    if call is None:
+        return None, False
+    if call["continuation_id"]:
+        return str(call["continuation_id"]), False
+    settled = call["status"] in ActionCall.FINAL and Message.objects.filter(
+        conversation_id=call["conversation_id"], role=TOOL_ROLE, seq__gt=call["message__seq"]).exists()
+    return None, settled

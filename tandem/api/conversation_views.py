@@ -1,5 +1,10 @@
 """Tandem's own REST resources: conversations, their messages, and usage. Every lookup
-is scoped to the key's tenant (another tenant's ids are 404, never 403)."""
+is scoped to the key's tenant (another tenant's ids are 404, never 403).
+
+A conversation's message is offered the tenant's actions (tandem.actions; not with
+`"actions": false`), as a widget visitor's is: its answer is then followed across the
+call, the wait for its result (and for a person's approval) and the reply that
+continues (TurnReply); the call and its result are entries of the transcript."""
 
 from __future__ import annotations
 
@@ -12,6 +17,9 @@ from drf_spectacular.utils import extend_schema
 
 from inference.wire.connections import get_redis
 from knowledge.selectors import citations_for
+from tandem.actions import offer as action_offer
+from tandem.actions.stream import TurnFollower
+from tandem.actions.transcript import rest_fields
 from tandem.chat import services
 from tandem.chat.models import Conversation, Message
 from tandem.chat.sampling import sampling_for_tandem
@@ -32,8 +40,18 @@ def _conversation(c: Conversation) -> dict:
     return s.ConversationSerializer(c).data
 
 
-def _message(m: Message, sources: list[dict] | None = None) -> dict:
-    return {**s.MessageSerializer(m).data, "sources": sources or []}
+def _message(m: Message, sources: list[dict] | None = None, extra: dict | None = None) -> dict:
+    return {**s.MessageSerializer(m).data, "sources": sources or [], **(extra or {})}
+
+
+class TurnReply(Reply):
+    """A reply that was offered the tenant's actions: each choice read across its passes
+    (tandem.actions.stream.TurnFollower), so the answer ends with the reply that
+    continued after a call."""
+
+    def _followers(self):
+        return [TurnFollower(rid, conversation_id=sub.conversation.pk, served=sub.served)
+                for rid, sub in zip(self.request_ids, self.submissions, strict=True)]
 
 
 def _not_found(call, **kwargs):
@@ -110,7 +128,8 @@ class ConversationMessagesView(AsyncAPIView):
                                   conversation_id=conversation_id)
             cited = citations_for(tenant=api_key.tenant,
                                   message_ids=[m.pk for m in messages if m.role == Message.Role.ASSISTANT])
-            return [_message(m, cited.get(str(m.pk))) for m in messages]
+            calls = rest_fields(messages)
+            return [_message(m, cited.get(str(m.pk)), calls.get(str(m.pk))) for m in messages]
 
         return JsonResponse({"object": "list", "data": await sync_to_async(transcript)()})
 
@@ -125,10 +144,17 @@ class ConversationMessagesView(AsyncAPIView):
             seed=data.get("seed"), frequency_penalty=data.get("frequency_penalty"),
             presence_penalty=data.get("presence_penalty"), top_p=data.get("top_p"),
             repetition_penalty=data.get("repetition_penalty"))
-        sub = await sync_to_async(submit_or_raise)(
-            api_key=api_key, messages=[("user", data["content"])], conversation_id=conversation_id,
-            channel=Conversation.Channel.API, sampling=sampling, input_param="content")
-        reply = Reply([sub], completion_id=f"msg-{sub.assistant_message.pk}")
+
+        def submit():
+            with action_offer.offered_over_rest(data["actions"]):
+                sub = submit_or_raise(
+                    api_key=api_key, messages=[("user", data["content"])], conversation_id=conversation_id,
+                    channel=Conversation.Channel.API, sampling=sampling, input_param="content")
+            # Offered only when the tenant has an enabled action (and the request allowed it).
+            return sub, data["actions"] and action_offer.was_offered(sub.assistant_message.pk)
+
+        sub, offered = await sync_to_async(submit)()
+        reply = (TurnReply if offered else Reply)([sub], completion_id=f"msg-{sub.assistant_message.pk}")
         if data.get("stream"):
             return await reply.stream(include_usage=True)
         return await reply.complete()

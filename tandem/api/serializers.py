@@ -322,6 +322,24 @@ class ConversationCreateSerializer(serializers.Serializer):
     visitor_id = serializers.CharField(required=False, allow_blank=True, max_length=128, default="")
 
 
+class ActionCallStateSerializer(serializers.Serializer):
+    call = serializers.UUIDField()
+    name = serializers.CharField()
+    status = serializers.ChoiceField(choices=["awaiting_approval", "queued", "running", "succeeded", "failed",
+                                              "refused", "denied"])
+    status_line = serializers.CharField(allow_blank=True, help_text="what a widget visitor would have read")
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true or false only: DRF's BooleanField also takes "no", 0 or "off", and a
+    typo'd value must be a 400, not a guess."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
 class MessageSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     role = serializers.CharField()
@@ -333,6 +351,12 @@ class MessageSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     sources = SourceSerializer(many=True, required=False,
                                help_text="an assistant reply's sources, best first ([] for other messages)")
+    # A tenant action's call and its result (tandem.actions.transcript), as agents see them.
+    tool_calls = ToolCallSerializer(many=True, required=False,
+                                    help_text="on a reply that called one of the tenant's actions: the call")
+    action = ActionCallStateSerializer(required=False, help_text="on a reply that called an action: how it went")
+    tool_call_id = serializers.CharField(required=False, help_text="on a `tool` message: the call it answers")
+    name = serializers.CharField(required=False, help_text="on a `tool` message: the action's name")
 
 
 class ConversationSerializer(serializers.Serializer):
@@ -356,6 +380,9 @@ class PostMessageSerializer(serializers.Serializer):
     frequency_penalty = serializers.FloatField(required=False, allow_null=True, min_value=-2, max_value=2)
     presence_penalty = serializers.FloatField(required=False, allow_null=True, min_value=-2, max_value=2)
     repetition_penalty = serializers.FloatField(required=False, allow_null=True, min_value=0.01, max_value=10)
+    actions = StrictBooleanField(
+        required=False, default=True,
+        help_text="offer the tenant's actions to this reply (true, the default); false: answer without them")
 
     def validate_top_p(self, value):
         if value is not None and value <= 0:
