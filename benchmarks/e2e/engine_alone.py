@@ -33,13 +33,17 @@ class EngineAlone:
         pin_threads([self.batcher._thread.native_id], {prefill_core})
         pin_threads([self.decode.loop._thread.native_id], {decode_core})
 
-    def ask(self, trace: Trace, ids: list[int], *, max_tokens: int, salt: str) -> Trace:
+    def ask(self, trace: Trace, ids: list[int], *, max_tokens: int, salt: str, sampling=None) -> Trace:
+        """`sampling`: the engine's SamplingParams (widget_sampling: what the platform
+        samples the same message with); greedy without penalties if None."""
+        from dataclasses import replace
+
         from inference.engine.decode import DecodeRequest
         from inference.engine.prefill import PrefillRequest
         from inference.engine.sampling import SamplingParams
 
-        # What inference.pipeline.prefill.sampling_params makes of the websocket's defaults.
-        params = SamplingParams(temperature=0.0, top_p=1.0, top_k=0, seed=None, max_tokens=max_tokens)
+        params = (replace(sampling, max_tokens=max_tokens) if sampling is not None else
+                  SamplingParams(temperature=0.0, top_p=1.0, top_k=0, seed=None, max_tokens=max_tokens))
         rid = trace.request_id = f"bench-{uuid.uuid4()}"
         trace.t_send = time.time()
         res = self.batcher.submit(PrefillRequest(request_id=rid, token_ids=ids, sampling=params,
@@ -55,6 +59,26 @@ class EngineAlone:
         trace.t_end = time.time()
         return trace
 
+    def thread_cpu_s(self) -> dict[str, float]:
+        """CPU seconds the prefill and the decode thread have used so far: what the
+        engine's own work costs the two cores, to set beside the worker processes'."""
+        return {"prefill": _thread_cpu_s(self.batcher._thread), "decode": _thread_cpu_s(self.decode.loop._thread)}
+
     def shutdown(self) -> None:
         self.decode.shutdown()
         self.batcher.shutdown()
+
+
+def widget_sampling(*, tenant_id: int, max_tokens: int):
+    """The engine's SamplingParams for a widget message that sets no sampling option, as
+    the platform's prefill makes them (tandem.chat.sampling's defaults: greedy, with the
+    tenant's repetition penalties): the engine alone then does the same work per step."""
+    from inference.pipeline.edges import sampling_params
+    from tandem.chat.sampling import sampling_for_tandem
+    from tenants.models import Quota
+
+    return sampling_params(sampling_for_tandem(quota=Quota.objects.get(tenant_id=tenant_id), max_tokens=max_tokens))
+
+
+def _thread_cpu_s(thread) -> float:
+    return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))

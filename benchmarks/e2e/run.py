@@ -38,7 +38,7 @@ from ..stack.stages import fill_stages, stage_summary
 from ..stack.tenancy import make_tenant
 from ..stats import percentile, summarize
 from ..traces import Trace, summarize_traces
-from .engine_alone import EngineAlone
+from .engine_alone import EngineAlone, widget_sampling
 from .report import HEADERS, overhead_at_one, report, row
 
 DEFAULT_OUT = "var/bench/e2e.json"
@@ -89,7 +89,7 @@ def main(argv: list[str]) -> None:
         tenant = make_tenant("bench-e2e", quota={
             "requests_per_minute": 100_000, "tokens_per_minute": 100_000_000, "max_concurrent_streams": 1000,
             "daily_token_budget": 10**12, "max_output_tokens": args.max_output_tokens,
-        })
+        }, allocation=platform_site.whole_pool(args))
         say(f"loading the engine in-process ({args.dtype}, prefill on core {args.prefill_core}, "
             f"decode on core {args.decode_core})")
         max_context = settings.TANDEM_MAX_CONTEXT
@@ -127,6 +127,7 @@ class Sides:
         self.ws_url = self.key = ""
         self.counter = Counter(0)
         self._ids: dict[int, list[int]] = {}
+        self.sampling = widget_sampling(tenant_id=tenant.tenant_id, max_tokens=max_tokens)
 
     def ids_for(self, n: int) -> list[int]:
         if n not in self._ids:
@@ -135,7 +136,8 @@ class Sides:
 
     def engine_ask(self, trace: Trace) -> Trace:
         trace.tenant = "engine"
-        return self.engine.ask(trace, self.ids_for(trace.prompt_n), max_tokens=self.max_tokens, salt=self.salt)
+        return self.engine.ask(trace, self.ids_for(trace.prompt_n), max_tokens=self.max_tokens, salt=self.salt,
+                               sampling=self.sampling)
 
 
 def measure(args: argparse.Namespace, site, side: Sides, levels: list[int], result: dict) -> None:

@@ -11,7 +11,9 @@ IDLE_HEADERS = ["web procs", "sockets", "connected", "still open", "refused", "b
                 "RSS start MB", "RSS MB", "KB/socket", "idle CPU %", "Redis conns", "fds"]
 STREAM_HEADERS = ["web procs", "idle open", "chats", "completed", "errors", "TTFT p50", "TTFT p99", "ITL p50",
                   "ITL p99", "tok/s", "engine tok/s", "ratio", "engine TTFT p50", "Redis conns max/proc"]
-CORES_HEADERS = ["web procs", "chats", "web", "CPU tier", "prefill", "decode", "visitors", "other", "all",
+TAX_HEADERS = ["web procs", "chats", "prefill worker ms/reply", "engine prefill ms/reply", "prefill extra %",
+               "decode worker ms/reply", "engine decode ms/reply", "decode extra %"]
+CORES_HEADERS = ["web procs", "chats", "web", "CPU tier", "prefill", "decode", "Redis", "visitors", "other", "all",
                  "machine cores"]
 SLOW_HEADERS = ["web procs", "clients", "others' ITL p50", "p99", "with a slow one: p50", "p99", "p99 change %",
                 "others completed"]
@@ -46,7 +48,7 @@ def stream_rows(phase: dict) -> list[list]:
 
 def cores_rows(phase: dict) -> list[list]:
     """Cores each part of the platform used while a streaming round ran (cpu_share.py)."""
-    groups = {"web": "web", "cpu": "CPU tier", "prefill": "prefill", "decode": "decode",
+    groups = {"web": "web", "cpu": "CPU tier", "prefill": "prefill", "decode": "decode", "redis": "Redis",
               "visitors": "visitors"}
     rows = []
     for lv in phase["streaming"]:
@@ -60,6 +62,24 @@ def cores_rows(phase: dict) -> list[list]:
             by[group] = by.get(group, 0.0) + used
         rows.append([phase["web_processes"], lv["chats"], *(by.get(g, 0.0) for g in [*groups.values(), "other"]),
                      sum(by.values()), machine])
+    return rows
+
+
+def tax_rows(phase: dict) -> list[list]:
+    """CPU milliseconds per reply on the two pinned cores' work: the prefill and decode
+    worker processes (the engine plus the pipeline around it: Celery, the KV store, the
+    stream records) against the engine alone's prefill and decode threads, same prompts."""
+    rows = []
+    for lv in phase["streaming"]:
+        cpu, eng, m = lv.get("cpu_s") or {}, lv.get("engine_cpu_s"), lv["chats"]
+        if not eng or not m:
+            continue
+        row = [phase["web_processes"], m]
+        for stage in ("prefill", "decode"):
+            worker = sum(v for k, v in cpu.items() if k.startswith(stage))
+            row += [worker * 1000 / m, eng[stage] * 1000 / m,
+                    (worker / eng[stage] - 1) * 100 if eng[stage] else None]
+        rows.append(row)
     return rows
 
 
@@ -125,6 +145,8 @@ def report(result: dict) -> None:
     print(table(STREAM_HEADERS, [r for ph in phases for r in stream_rows(ph)], digits=1))
     heading("Where the cores went during each streaming round (CPU seconds / wall seconds)")
     print(table(CORES_HEADERS, [r for ph in phases for r in cores_rows(ph)], digits=2))
+    heading("CPU per reply on the pinned cores: the model workers against the engine alone")
+    print(table(TAX_HEADERS, [r for ph in phases for r in tax_rows(ph)], digits=1))
     heading("One slow client (one frame a second) among the others")
     print(table(SLOW_HEADERS, [r for ph in phases for r in slow_rows(ph)]))
     checks = targets(result)

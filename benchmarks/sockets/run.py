@@ -27,6 +27,7 @@ import threading
 
 from devstack.processes import raise_open_files_limit, running_platform
 
+from ..e2e.engine_alone import widget_sampling
 from ..quick import add_quick_options, parse_quick
 from ..report import fmt, say, write_json
 from ..stack import site as platform_site
@@ -42,7 +43,7 @@ from .report import report
 from .webproc import WebProbe
 
 # --quick: every code path in seconds, on the tiny model; its figures mean nothing.
-QUICK = {"idle": "40", "chats": "4", "slow_among": 4, "max_output_tokens": 8, "idle_cpu_s": 0.5,
+QUICK = {"idle": "40", "chats": "1,4", "single_rounds": 2, "slow_among": 4, "max_output_tokens": 8, "idle_cpu_s": 0.5,
          "model": "tiny", "frame_every_s": 0.2, "warmup": 1, "decode_slots": 8, "slow_pairs": 1}
 # Sockets opened beside the idle ones in each phase (chat visitors, the benchmark's own
 # connections) that must fit under the open-file limit too.
@@ -63,6 +64,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--slow-pairs", type=int, default=2,
                    help="pairs of rounds without and with the slow client, alternated A B B A (default 2)")
     p.add_argument("--warmup", type=int, default=2, help="unmeasured requests each side before measuring")
+    p.add_argument("--single-rounds", type=int, default=10,
+                   help="requests in turn at the one-visitor level, for its TTFT (default 10)")
     p.add_argument("--no-engine", action="store_true", help="skip the engine-alone comparison")
     p.add_argument("--token-per-frame", dest="batch_frames", action="store_false",
                    help="chat clients speak the protocol without batch=1, one token a frame, as clients "
@@ -93,7 +96,7 @@ def main(argv: list[str]) -> None:
         tenant = make_tenant("bench-sockets", quota={
             "requests_per_minute": 1_000_000, "tokens_per_minute": 10**9, "max_concurrent_streams": 100_000,
             "daily_token_budget": 10**12, "max_output_tokens": args.max_output_tokens,
-        })
+        }, allocation=platform_site.whole_pool(args))
         env = platform_site.platform_env(args, TANDEM_TRUSTED_PROXIES="127.0.0.1",
                                          TANDEM_WS_IDLE_TIMEOUT_S="86400")  # idle is what is measured
         result["config"] = {
@@ -150,6 +153,7 @@ class Bench:
         self.addresses = Counter(0)  # every visitor of the run has an address of its own
         self.tokenizer, self.max_context = get_tokenizer(), settings.TANDEM_MAX_CONTEXT
         self._ids: dict[int, list[int]] = {}
+        self.sampling = widget_sampling(tenant_id=tenant.tenant_id, max_tokens=args.max_output_tokens)
 
     def ws_urls(self, names: list[str]) -> list[str]:
         urls = {"web" if i == 0 else f"web-{i + 1}": u for i, u in enumerate(self.plat.web_urls)}
@@ -162,7 +166,7 @@ class Bench:
 
     def engine_ask(self, trace: Trace) -> Trace:
         return self.engine.ask(trace, self.ids_for(trace.prompt_n), max_tokens=self.args.max_output_tokens,
-                               salt=f"tenant:{self.tenant.tenant_id}")
+                               salt=f"tenant:{self.tenant.tenant_id}", sampling=self.sampling)
 
     def warm_up(self) -> None:
         say(f"warm-up: {self.args.warmup} request(s) each side")
@@ -216,18 +220,23 @@ class Bench:
         return out
 
     def streaming(self, urls: list[str], probes: list[WebProbe], m: int, *, idle_open: int) -> dict:
-        first = self.prompts.reserve(m)
-        engine = None
+        # One visitor is asked --single-rounds times in turn: one request's TTFT is noise.
+        rounds = self.args.single_rounds if m == 1 else 1
+        first = self.prompts.reserve(m * rounds)
+        engine, engine_cpu = None, None
         if self.engine is not None:
-            e_traces = together(m, lambda i: self.engine_ask(Trace(client=i, prompt_n=first + i)))
+            before = self.engine.thread_cpu_s()
+            e_traces = [t for r in range(rounds) for t in
+                        together(m, lambda i, r=r: self.engine_ask(Trace(client=i, prompt_n=first + r * m + i)))]
             engine = summarize_traces(e_traces)
+            engine_cpu = {k: round(v - before[k], 3) for k, v in self.engine.thread_cpu_s().items()}
         visitors = vis.open_visitors(urls, self.key, m, first_address=self.addresses.reserve(m),
                                      batch=self.args.batch_frames)
         peak = _Peak(probes)
         share = CpuShare({name: proc.pid for name, proc in self.plat.procs.items()})
         try:
             with share:
-                traces = vis.chat_round(visitors, first_prompt=first)
+                traces = [t for r in range(rounds) for t in vis.chat_round(visitors, first_prompt=first + r * m)]
         finally:
             peak.stop()
             vis.close_all(visitors)
@@ -241,7 +250,8 @@ class Bench:
         return {"chats": m, "idle_open": idle_open, "platform": platform, "engine": engine, "ratio": ratio,
                 "redis_connections_max": peak.max,
                 "redis_connections_max_per_process": peak.per_process,
-                "redis_clients_at_peak": peak.clients_at_peak, "cores": share.cores,
+                "redis_clients_at_peak": peak.clients_at_peak, "cores": share.cores, "cpu_s": share.cpu_s,
+                "engine_cpu_s": engine_cpu,
                 "traces": [t.to_json() for t in traces]}
 
     def slow(self, urls: list[str], n: int) -> dict:

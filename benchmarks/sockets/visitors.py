@@ -23,8 +23,11 @@ class Visitor(ChatClient):
         import websockets.sync.client as ws_client
 
         self.timeout = timeout
+        # No client pings, as a browser sends none: the library's own keepalive would close
+        # the slow reader's socket (its pong waits behind the frames it has not read yet).
         conn = ws_client.connect(f"{ws_url}/ws/chat/?key={key}" + ("&batch=1" if batch else ""), origin=ORIGIN,
-                                 open_timeout=60, max_size=2**22, additional_headers={"X-Forwarded-For": addr})
+                                 open_timeout=60, max_size=2**22, ping_interval=None,
+                                 additional_headers={"X-Forwarded-For": addr})
         self.conn = _OneTokenPerFrame(conn) if batch else conn
 
 
@@ -56,7 +59,18 @@ class _OneTokenPerFrame:
 
 def slow_ask(visitor: Visitor, trace: Trace, *, frame_every_s: float, until) -> Trace:
     """Send the trace's prompt and read one frame every `frame_every_s`, until the reply
-    ends or `until()` is true; then cancel what is left of it (its decode slot is freed)."""
+    ends or `until()` is true; then cancel what is left of it (its decode slot is freed).
+    A socket the server closed ends the trace with that as its error."""
+    from websockets.exceptions import ConnectionClosed
+
+    try:
+        return _slow_ask(visitor, trace, frame_every_s=frame_every_s, until=until)
+    except ConnectionClosed as exc:
+        trace.error = f"closed {exc.rcvd.code if exc.rcvd else 'without a close frame'}"
+        return trace
+
+
+def _slow_ask(visitor: Visitor, trace: Trace, *, frame_every_s: float, until) -> Trace:
     trace.t_send = time.time()
     visitor.conn.send(json.dumps({"type": "message", "text": _prompt(trace), "conversation": None}))
     while not until():

@@ -93,6 +93,14 @@ def model_workers(args: argparse.Namespace) -> list[tuple[str, str, dict]]:
     ]
 
 
+def whole_pool(args: argparse.Namespace) -> dict:
+    """The benchmark tenant's allocation: every decode slot of the pool. A new tenant's
+    default (max_decode_slots 16, tenants.models.Allocation) is a fair-share cap among
+    tenants; a benchmark that compares one tenant's visitors with the engine alone at the
+    same concurrency must let that tenant use the slots the engine alone has."""
+    return {"max_decode_slots": args.decode_slots}
+
+
 def _exit_on_sigterm(signum, frame):
     raise SystemExit(128 + signum)
 

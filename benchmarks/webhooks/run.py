@@ -79,7 +79,7 @@ def main(argv: list[str]) -> None:
         tenant = make_tenant("bench-webhooks", quota={
             "requests_per_minute": 1_000_000, "tokens_per_minute": 10**9, "max_concurrent_streams": 100_000,
             "daily_token_budget": 10**12, "max_output_tokens": args.max_output_tokens,
-        })
+        }, allocation=platform_site.whole_pool(args))
         endpoint = _endpoint(tenant, receiver)
         env = platform_site.platform_env(args, TANDEM_TRUSTED_PROXIES="127.0.0.1",
                                          TANDEM_OUTBOUND_ALLOW_HOSTS=ALLOW)
