@@ -3,8 +3,8 @@ from channels.security.websocket import AllowedHostsOriginValidator
 from django.urls import path
 
 from tandem.chat.consumers import ChatConsumer
-from tandem.console.agent_socket import AgentConsumer
-from tandem.console.inbox_feed import InboxFeedConsumer
+from tandem.handoff.agent_socket import AgentConsumer
+from tandem.handoff.inbox_feed import InboxFeedConsumer
 
 websocket_urlpatterns = [
     path("ws/chat/", ChatConsumer.as_asgi()),

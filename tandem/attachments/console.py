@@ -11,9 +11,9 @@ from django.http import JsonResponse
 from django.shortcuts import redirect
 
 from tandem.chat.models import Conversation
-from tandem.chat.responder import NotYours, message_event
 from tandem.chat.validation import InvalidInput
 from tandem.console.views.base import Obj, actor, render_page, tenant_page
+from tandem.handoff.states import NotYours, message_event
 from tenants.membership import Can
 
 from . import kinds, services

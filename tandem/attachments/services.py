@@ -21,11 +21,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from inference.wire.connections import get_redis
-from tandem.chat import events
-from tandem.chat.assignment import display_name
 from tandem.chat.models import Conversation, Message
-from tandem.chat.responder import NotYours, message_event
 from tandem.chat.validation import InvalidInput
+from tandem.handoff import events
+from tandem.handoff.assignment import display_name
+from tandem.handoff.states import NotYours, message_event
 from tandem.webhooks import chat_events as webhook_events
 from tenants import audit
 from tenants.access import NotFound

@@ -25,6 +25,8 @@ from tandem.actions.stream import CallHider
 from tandem.attachments import socket as attachment_socket
 from tandem.chat.validation import InvalidInput
 from tandem.feedback import socket as feedback_socket
+from tandem.handoff import assignment, states
+from tandem.handoff.live import WidgetLive
 from tandem.onboarding import services as setup_services
 from tenants import changes
 from tenants.models import ApiKey
@@ -35,9 +37,8 @@ from tenants.services import (
 )
 
 from ..net import scope_client_ip
-from . import assignment, responder, selectors, services, sockets
+from . import selectors, services, sockets
 from .key_cache import key_authenticate
-from .live import WidgetLive
 from .models import Conversation
 from .replies import EXPIRED, ReplyFollower
 from .sampling import sampling_for_tandem, sampling_options
@@ -78,7 +79,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.last_frame_at = time.monotonic()
         self.redis = async_redis()
         self.client_ip = scope_client_ip(self.scope)
-        self.live = WidgetLive(self)  # a hand-over to a person: tandem.chat.live
+        self.live = WidgetLive(self)  # a hand-over to a person: tandem.handoff.live
         query = parse_qs(self.scope.get("query_string", b"").decode())
         # A client that understands token frames carrying several tokens (`count`) says so.
         self.merge_tokens = (query.get("batch") or [""])[0] == "1"
@@ -224,7 +225,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             # (verification turned on, a new secret) since connect.
             await self._refuse(exc)
             return
-        except responder.HeldForPerson as exc:  # a person answers: stored for them, no reply
+        except states.HeldForPerson as exc:  # a person answers: stored for them, no reply
             await self.live.held(exc, after=since)
             return
         except InvalidInput as exc:

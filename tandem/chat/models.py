@@ -39,7 +39,7 @@ class Conversation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    # Who answers: the assistant, or a person (tandem.chat.responder changes it, atomically).
+    # Who answers: the assistant, or a person (tandem.handoff.states changes it, atomically).
     class Handoff(models.TextChoices):
         BOT = "bot"
         PENDING_HUMAN = "pending_human"
@@ -113,7 +113,7 @@ class Message(models.Model):
         ASSISTANT = "assistant"
         AGENT = "agent"  # a person of the tenant, answering in the inbox (`author`)
         NOTE = "note"  # an agent's internal note: never shown to the visitor, never in a prompt
-        DRAFT = "draft"  # a reply the assistant suggested to an agent (tandem.chat.drafts): the agent's only
+        DRAFT = "draft"  # a reply the assistant suggested to an agent (tandem.handoff.drafts): the agent's only
 
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -165,7 +165,7 @@ class Message(models.Model):
 
 
 class AgentPresence(models.Model):
-    """Whether an agent of a tenant takes conversations now (tandem.chat.assignment): they
+    """Whether an agent of a tenant takes conversations now (tandem.handoff.assignment): they
     said so (`status`), and one of their console pages or agent sockets was heard from
     lately (`seen_at`), so a closed laptop does not stay "online"."""
 
@@ -195,7 +195,7 @@ class OfflineMessage(models.Model):
     email = models.EmailField(max_length=254)
     text = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
-    # The agent's answer, sent to `email` from the inbox (responder.offline_message_answer).
+    # The agent's answer, sent to `email` from the inbox (tandem.handoff.offline.offline_message_answer).
     answer = models.TextField(blank=True, default="")
     answered_at = models.DateTimeField(null=True, blank=True)
     answered_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,

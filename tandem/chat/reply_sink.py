@@ -11,14 +11,13 @@ from django.utils import timezone
 
 from inference.pipeline import api as pipeline
 from tandem.actions import calls as action_calls
+from tandem.handoff import states as handoff
 from tandem.webhooks import chat_events as webhook_events
 
-from . import assignment, events, responder
-from .models import Conversation, Message
+from .models import Message
 
 # A message's progress, in order: a status only ever moves forward.
 _PROGRESS = [Message.Status.QUEUED, Message.Status.PREFILLING, Message.Status.DECODING]
-H = Conversation.Handoff
 
 
 class ReplyRows:
@@ -47,8 +46,8 @@ class ReplyRows:
         return finished
 
     def reply_handed_over(self, *, request_id: str, text: str, reason: str) -> pipeline.HandOver | None:
-        """The conversation's one edge written here (bot | resolved -> pending_human) is
-        the same conditional UPDATE as tandem.chat.responder's, in the reply's transaction."""
+        """The reply's row and the conversation's one edge written here (bot | resolved ->
+        pending_human: tandem.handoff.states.handoff_by_assistant), in one transaction."""
         now = timezone.now()
         with transaction.atomic():
             updated = Message.objects.filter(pk=request_id, status__in=_PROGRESS).update(
@@ -56,31 +55,11 @@ class ReplyRows:
             if not updated:
                 return None
             conversation_id = Message.objects.filter(pk=request_id).values_list("conversation_id", flat=True).first()
-            # The evaluation harness's conversations (tandem.evals.ask) keep the hand-over on
-            # the reply alone: they are tests, nobody waits for a person there.
-            moved = Conversation.objects.filter(pk=conversation_id, handoff__in=[H.BOT, H.RESOLVED]).exclude(
-                visitor_id__startswith="eval:").update(
-                handoff=H.PENDING_HUMAN, handoff_reason=reason, handoff_at=now, updated_at=now, assignee=None,
-                claimed_at=None, first_human_reply_at=None, resolved_at=None)
-            if moved:
-                webhook_events.handoff_changed(tenant_id=Conversation.objects.get(pk=conversation_id).tenant_id,
-                                               conversation_id=conversation_id, state=H.PENDING_HUMAN, reason=reason)
-        return pipeline.HandOver(conversation_id=str(conversation_id), waits=bool(moved))
+            moved = handoff.handoff_by_assistant(conversation_id=conversation_id, reason=reason, now=now)
+        return pipeline.HandOver(conversation_id=str(conversation_id), waits=moved)
 
     def conversation_handed_over(self, *, conversation_id: str) -> None:
-        """It waits for a person (offline when no agent is online); then to the next
-        agent when the tenant assigns round-robin."""
-        conversation = Conversation.objects.select_related("tenant").get(pk=conversation_id)
-        client = pipeline.get_redis()
-        event = assignment.state_event(state=H.PENDING_HUMAN, agent=None, tenant_id=conversation.tenant_id)
-        events.publish(client, conversation_id, event,
-                       inbox=(conversation.tenant_id, responder.inbox_feed_entry(conversation, event)))
-        agent = assignment.assign_round_robin(conversation_id=conversation_id, tenant=conversation.tenant)
-        if agent is not None:
-            conversation.refresh_from_db()
-            event = assignment.state_event(state=H.HUMAN, agent=agent, tenant_id=conversation.tenant_id)
-            events.publish(client, conversation_id, event,
-                           inbox=(conversation.tenant_id, responder.inbox_feed_entry(conversation, event)))
+        handoff.announce_waiting(conversation_id=conversation_id)
 
     def reply_state(self, *, request_id: str) -> pipeline.ReplyState | None:
         row = (Message.objects.filter(pk=request_id)

@@ -19,13 +19,13 @@ from tandem.actions import offer as action_offer
 from tandem.actions.models import TOOL_ROLE
 from tandem.api import tool_calls
 from tandem.chat.validation import InvalidInput, clean_user_text
+from tandem.handoff import states as handoff
 from tandem.webhooks import chat_events as webhook_events
 from tenants import changes, quotas
 from tenants.access import NotFound, access_list, access_owned  # noqa: F401 - NotFound: what callers catch
 from tenants.models import ApiKey, Tenant
 from tenants.services import api_key_refresh
 
-from . import responder
 from .limits import refusal_text, widget_subjects
 from .models import Conversation, Message
 from .sampling import sampling_for_tandem
@@ -197,7 +197,7 @@ def chat_submit(
     if conversation:
         conversation_check_length(conversation, adding=len(cleaned) + 1)
         # A person owns it: stored for them, no model call (HeldForPerson).
-        responder.hold_if_with_person(conversation=conversation, text=cleaned[-1][1])
+        handoff.hold_if_with_person(conversation=conversation, text=cleaned[-1][1])
     history = (prompt_history(conversation, max_prompt_tokens=api_key.tenant.quota.max_prompt_tokens)
                if conversation else [])
     request_id = uuid.uuid4()
@@ -212,7 +212,7 @@ def chat_submit(
             tenant=tenant, route=route, request_id=request_id, conversation_id=conversation_id, channel=channel,
             api_key_id=api_key.pk, sampling=sampling,
             prompt_messages=history + [{"role": role, "content": text} for role, text in cleaned],
-            handover=responder.handover_spec(tenant=tenant, channel=channel, locale=locale), locale=locale)
+            handover=handoff.handoff_spec(tenant=tenant, channel=channel, locale=locale), locale=locale)
         action_offer.offer_to(spec, tenant_id=tenant.pk, channel=channel, text=cleaned[-1][1])  # actions as tools
         checked = key_version is not None and attempt < 2  # the last try reads and admits unchecked
         admission = request_admit(
@@ -253,7 +253,7 @@ def chat_submit(
 
 
 # -- one request to the pipeline, as a visitor's message (chat_submit) and an agent's
-# draft (tandem.chat.drafts) both make it ------------------------------------------------
+# draft (tandem.handoff.drafts) both make it ---------------------------------------------
 
 T = TypeVar("T")
 
@@ -264,7 +264,7 @@ def request_spec(*, tenant: Tenant, route: Route, request_id, conversation_id, c
     """What every tier reads of a request. The prompt's inputs travel in it, so the CPU
     tier reads no database but for retrieval (one query, with the settings it needs in
     the spec). `handover`: the CPU tier's "asks for a person in words" settings
-    (responder.handover_spec, or {"handover_patterns": pipeline.HANDOVER_OFF})."""
+    (tandem.handoff.states.handoff_spec, or {"handover_patterns": pipeline.HANDOVER_OFF})."""
     quota = tenant.quota
     return RequestSpec(
         request_id=str(request_id), tenant_id=tenant.pk, api_key_id=api_key_id,

@@ -22,7 +22,7 @@ from functools import lru_cache
 from django.conf import settings
 
 from tandem.attachments.selectors import policy_data, policy_of
-from tandem.chat.assignment import INBOX_ROLES
+from tandem.handoff.assignment import INBOX_ROLES
 from tenants.access import access_list
 from tenants.models import ApiKey, Membership, Tenant
 from tenants.services import AuthenticationFailed, api_key_authenticate, origin_allowed

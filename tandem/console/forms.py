@@ -11,10 +11,9 @@ from django.core.exceptions import ValidationError
 from inference.text import handover
 from knowledge.models import MAX_TOP_K
 from tandem.chat.models import Conversation
+from tandem.handoff import phrases as handoff_phrases
 from tenants.models import ApiKey, ComputePool, Membership, Tenant
 from tenants.services import MAX_DECODE_SLOTS, PRIORITY_RANGE
-
-from . import handover_phrases
 
 INT_MAX = 2_147_483_647  # PositiveIntegerField's range on every database
 BIG_MAX = 9_223_372_036_854_775_807
@@ -175,12 +174,12 @@ class AssistantForm(Form):
         return self.cleaned_data["widget_color"].lower()
 
     def clean_handover_phrases(self):
-        phrases = handover_phrases.lines_of(self.cleaned_data["handover_phrases"])
+        phrases = handoff_phrases.lines_of(self.cleaned_data["handover_phrases"])
         for n, phrase in enumerate(phrases, 1):
-            if len(phrase) < handover_phrases.MIN_PHRASE_CHARS:
-                raise forms.ValidationError(f"Line {n}: a phrase has at least {handover_phrases.MIN_PHRASE_CHARS} "
+            if len(phrase) < handoff_phrases.MIN_PHRASE_CHARS:
+                raise forms.ValidationError(f"Line {n}: a phrase has at least {handoff_phrases.MIN_PHRASE_CHARS} "
                                             "characters.")
-            if len(handover_phrases.phrase_pattern(phrase)) > handover.MAX_PATTERN_CHARS:
+            if len(handoff_phrases.phrase_pattern(phrase)) > handover.MAX_PATTERN_CHARS:
                 raise forms.ValidationError(f"Line {n} is too long.")
         return phrases
 
@@ -198,7 +197,7 @@ class AssistantForm(Form):
         """The three hand-over fields become the one stored text (`handover_patterns`)."""
         data = super().clean()
         if {"handover_phrases", "handover_patterns"} <= data.keys():
-            stored = handover_phrases.write(handover_phrases.Phrases(
+            stored = handoff_phrases.write(handoff_phrases.Phrases(
                 builtin=bool(data.pop("handover_builtin", False)), phrases=data.pop("handover_phrases"),
                 expressions=data["handover_patterns"]))
             try:
@@ -216,7 +215,7 @@ class AssistantForm(Form):
 
     @classmethod
     def initial_for(cls, tenant: Tenant) -> dict:
-        phrases = handover_phrases.read(tenant.handover_patterns)
+        phrases = handoff_phrases.read(tenant.handover_patterns)
         return {**{name: getattr(tenant, name) for name in cls.base_fields if hasattr(tenant, name)},
                 "handover_builtin": phrases.builtin, "handover_phrases": "\n".join(phrases.phrases),
                 "handover_patterns": "\n".join(phrases.expressions)}

@@ -7,6 +7,7 @@ from django.urls import path
 from tandem.actions import urls as actions_urls
 from tandem.attachments import console as attachments_console
 from tandem.contacts import views as contacts
+from tandem.handoff import views as inbox
 from tandem.hours import views as hours
 from tandem.repetition import views as repetition
 
@@ -17,7 +18,6 @@ from .views import (
     auth,
     conversations,
     hardware,
-    inbox,
     inbox_labels,
     install,
     invitations,
@@ -136,7 +136,7 @@ urlpatterns = [
     path(T + "inbox/labels/", inbox_labels.labels, name="inbox_labels"),
     path(T + "inbox/labels/<int:label_id>/edit/", inbox_labels.label_edit, name="inbox_label_edit"),
     path(T + "inbox/labels/<int:label_id>/delete/", inbox_labels.label_delete, name="inbox_label_delete"),
-    path(T + "inbox/bulk/", inbox_labels.inbox_bulk_action, name="inbox_bulk"),
+    path(T + "inbox/bulk/", inbox.inbox_bulk_action, name="inbox_bulk"),
     path(T + "inbox/<uuid:conversation_id>/labels/", inbox_labels.inbox_conversation_labels,
          name="inbox_conversation_labels"),
     path(T + "inbox/offline/<int:offline_id>/answer/", inbox.inbox_offline_answer, name="inbox_offline_answer"),

@@ -11,9 +11,10 @@ from __future__ import annotations
 import uuid
 
 from inference.pipeline import api as pipeline
-from tandem.chat import responder, services
+from tandem.chat import services
 from tandem.chat.models import Conversation, Message
 from tandem.chat.validation import clean_user_text
+from tandem.handoff import states as handoff
 from tenants.models import Tenant
 
 from .assistant_settings import AssistantSettings
@@ -44,7 +45,7 @@ def ask(*, tenant: Tenant, question: str, settings: AssistantSettings, visitor_i
         tenant=tenant, route=route, request_id=request_id, conversation_id=conversation_id,
         channel=Conversation.Channel.API, api_key_id=None, sampling=None,
         prompt_messages=[*history, {"role": Message.Role.USER, "content": text}],
-        handover=responder.handover_spec(tenant=tenant, channel=Conversation.Channel.WIDGET),
+        handover=handoff.handoff_spec(tenant=tenant, channel=Conversation.Channel.WIDGET),
         priority_drop=PRIORITY_DROP)
     settings.apply(spec, tenant=tenant)
     admission = services.request_admit(spec=spec, tenant=tenant, history=[m["content"] for m in history], new=[text])

@@ -1,6 +1,7 @@
 """The chat's events, in the words receivers get (docs/webhooks.md): one function per
-hook in tandem.chat (services, responder, assignment, reply_sink) and tandem.feedback,
-each called in the transaction that made the change. Internal notes never become events."""
+hook in tandem.chat (services, reply_sink), tandem.handoff (states, assignment) and
+tandem.feedback, each called in the transaction that made the change. Internal notes
+never become events."""
 
 from __future__ import annotations
 

@@ -14,9 +14,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from tandem.attachments import kinds, links, services
 from tandem.attachments.models import Attachment, AttachmentPolicy
-from tandem.chat import responder
 from tandem.chat.models import Conversation
 from tandem.chat.visitors import Visitor, visitor_token_for
+from tandem.handoff import states
 from tenants import audit
 from tenants.models import AuditLog, Membership
 from tests.console.conftest import user
@@ -169,7 +169,7 @@ def test_an_agent_sends_a_file_only_on_a_conversation_they_own(client, shop):
     for u in (maya, other_agent):
         Membership.objects.create(user=u, tenant=shop.tenant, role="agent")
     conv = Conversation.objects.create(tenant=shop.tenant, channel="widget", visitor_id="v-1")
-    responder.conversation_claim(conversation=conv, agent=maya)
+    states.conversation_claim(conversation=conv, agent=maya)
     url = f"/console/t/{shop.tenant.slug}/inbox/{conv.pk}/attach/"
 
     client.force_login(other_agent)

@@ -18,8 +18,8 @@ from django.core import signing
 
 from tandem.attachments import links
 from tandem.attachments.models import Attachment
-from tandem.chat import responder
 from tandem.chat.models import Conversation
+from tandem.handoff import states
 from tenants.models import Membership
 from tests.console.conftest import user
 from tests.console.test_browser import sign_in
@@ -79,7 +79,7 @@ def test_an_attachment_goes_both_ways_and_an_outsider_is_refused(platform, brows
         assert (sent.sender, sent.content_type, sent.message.role) == ("visitor", "image/png", "user")
 
         # The agent claims it, sees the picture, and sends one back.
-        responder.conversation_claim(conversation=conv, agent=maya)
+        states.conversation_claim(conversation=conv, agent=maya)
         agent = agent_ctx.new_page()
         agent.set_default_timeout(30_000)
         sign_in(agent, platform, maya.username)

@@ -1,4 +1,4 @@
-"""Handing a conversation to a person (tandem.chat.responder): the owner's state machine,
+"""Handing a conversation to a person (tandem.handoff.states): the owner's state machine,
 atomic claims, and a visitor's messages while a person owns the conversation — stored
 for them, nothing sent to the model tiers. Real database and Redis; the CPU tier's hop
 runs in-process for the "asks in words" case."""
@@ -23,10 +23,11 @@ from inference.wire.connections import get_redis
 from inference.wire.spec import RequestSpec, Sampling
 from inference.wire.spec import save as spec_save
 from knowledge.selectors import retrieval_spec
-from tandem.chat import assignment, responder, services
+from tandem.chat import services
 from tandem.chat.models import Conversation, Message, OfflineMessage
 from tandem.chat.validation import InvalidInput
 from tandem.chat.visitors import visitor_establish
+from tandem.handoff import assignment, offline, states
 from tandem.hours.texts import unavailable_text
 from tenants.models import ApiKey, Membership, UsageRecord
 from tenants.services import api_key_authenticate
@@ -83,19 +84,19 @@ def at_the_same_moment(*actions) -> list:
 
 def test_two_agents_claiming_at_the_same_moment_make_exactly_one_owner(site):
     conv = site[3]
-    responder.handoff_request(conversation=conv, reason="button")
+    states.handoff_request(conversation=conv, reason="button")
 
     def claim(agent):
         def act(go):
             mine = Conversation.objects.get(pk=conv.pk)  # each agent's own read
             go()
-            responder.conversation_claim(conversation=mine, agent=agent)
+            states.conversation_claim(conversation=mine, agent=agent)
             return agent
         return act
 
     results = at_the_same_moment(*(claim(a) for a in (UserFactory(), UserFactory())))
     won = [r for r in results if not isinstance(r, Exception)]
-    lost = [r for r in results if isinstance(r, responder.Taken)]
+    lost = [r for r in results if isinstance(r, states.Taken)]
     assert len(won) == 1 and len(lost) == 1
     conv.refresh_from_db()
     assert conv.handoff == H.HUMAN and conv.assignee == won[0]
@@ -105,9 +106,9 @@ def test_two_agents_claiming_at_the_same_moment_make_exactly_one_owner(site):
 def test_while_a_person_owns_it_a_visitor_message_reaches_the_inbox_and_nothing_is_prefilled(site, redis_client):
     tenant, _, _, conv = site
     agent = UserFactory()
-    responder.conversation_claim(conversation=conv, agent=agent)
+    states.conversation_claim(conversation=conv, agent=agent)
     before = request_keys(redis_client)
-    with pytest.raises(responder.HeldForPerson) as held:
+    with pytest.raises(states.HeldForPerson) as held:
         send(site, "Are you still there?")
     msg = held.value.message
     assert Message.objects.get(pk=msg.pk).content == "Are you still there?"
@@ -122,13 +123,13 @@ def test_while_a_person_owns_it_a_visitor_message_reaches_the_inbox_and_nothing_
 def test_an_agent_replies_only_once_they_own_it_and_notes_never_reach_a_prompt(site):
     conv = site[3]
     agent, other = UserFactory(first_name="Maya"), UserFactory()
-    with pytest.raises(responder.NotYours):
-        responder.agent_message(conversation=conv, agent=agent, text="Hello")
-    responder.conversation_claim(conversation=conv, agent=agent)
-    with pytest.raises(responder.NotYours):
-        responder.agent_message(conversation=conv, agent=other, text="Me too")
-    reply = responder.agent_message(conversation=conv, agent=agent, text="Hi, Maya here.")
-    responder.agent_message(conversation=conv, agent=other, text="VIP customer", note=True)
+    with pytest.raises(states.NotYours):
+        states.agent_message(conversation=conv, agent=agent, text="Hello")
+    states.conversation_claim(conversation=conv, agent=agent)
+    with pytest.raises(states.NotYours):
+        states.agent_message(conversation=conv, agent=other, text="Me too")
+    reply = states.agent_message(conversation=conv, agent=agent, text="Hi, Maya here.")
+    states.agent_message(conversation=conv, agent=other, text="VIP customer", note=True)
     assert reply.author == agent and reply.author_name == "Maya"
     conv.refresh_from_db()
     assert conv.first_human_reply_at is not None
@@ -139,9 +140,9 @@ def test_an_agent_replies_only_once_they_own_it_and_notes_never_reach_a_prompt(s
 
 def test_after_resolve_the_next_visitor_message_goes_back_to_the_bot(site, redis_client):
     conv = site[3]
-    responder.conversation_claim(conversation=conv, agent=UserFactory())
-    assert responder.conversation_resolve(conversation=conv)
-    assert not responder.conversation_resolve(conversation=conv)  # once
+    states.conversation_claim(conversation=conv, agent=UserFactory())
+    assert states.conversation_resolve(conversation=conv)
+    assert not states.conversation_resolve(conversation=conv)  # once
     sub = send(site, "One more question")
     conv.refresh_from_db()
     assert conv.handoff == H.BOT
@@ -166,7 +167,7 @@ def test_asking_for_a_person_in_words_hands_over_in_the_cpu_tier_without_a_model
     assert conv.handoff == H.PENDING_HUMAN and conv.handoff_reason == "words"
     assert not UsageRecord.objects.filter(tenant=tenant).exists()
     # The next message waits for the person, too.
-    with pytest.raises(responder.HeldForPerson):
+    with pytest.raises(states.HeldForPerson):
         send(site, "Hello?")
 
 
@@ -174,7 +175,7 @@ def test_a_tenant_that_turns_the_words_off_keeps_the_bot(site):
     tenant, _, _, conv = site
     tenant.handover_patterns = "-"
     tenant.save()
-    spec = responder.handover_spec(tenant=tenant, channel="widget")
+    spec = states.handoff_spec(tenant=tenant, channel="widget")
     from inference.text.handover import asks_for_person
     assert not asks_for_person("talk to a human", spec["handover_patterns"])
 
@@ -182,19 +183,20 @@ def test_a_tenant_that_turns_the_words_off_keeps_the_bot(site):
 def test_a_transcript_keeps_the_order_messages_were_written_in_whatever_their_clocks_say(site):
     tenant, _, visitor, conv = site
     agent = UserFactory(first_name="Maya")
-    responder.conversation_claim(conversation=conv, agent=agent)
-    with pytest.raises(responder.HeldForPerson):
+    states.conversation_claim(conversation=conv, agent=agent)
+    with pytest.raises(states.HeldForPerson):
         send(site, "1 my parcel")
-    responder.agent_message(conversation=conv, agent=agent, text="2 let me look")
-    with pytest.raises(responder.HeldForPerson):
+    states.agent_message(conversation=conv, agent=agent, text="2 let me look")
+    with pytest.raises(states.HeldForPerson):
         send(site, "3 thanks")
     rows = list(Message.objects.filter(conversation=conv).order_by("seq"))
     # Written in one second (a tie), and the last one on a host whose clock is behind.
     first = rows[0].created_at
     Message.objects.filter(pk__in=[rows[0].pk, rows[1].pk]).update(created_at=first)
     Message.objects.filter(pk=rows[2].pk).update(created_at=first.replace(microsecond=0) - timedelta(seconds=1))
-    from tandem.chat import inbox, selectors
+    from tandem.chat import selectors
     from tandem.console import selectors as console_selectors
+    from tandem.handoff import inbox
     said = ["1 my parcel", "2 let me look", "3 thanks"]
     assert [m.content for m in inbox.inbox_transcript(conv)] == said
     assert [m["text"] for m in selectors.conversation_transcript(
@@ -209,19 +211,19 @@ def test_a_transcript_keeps_the_order_messages_were_written_in_whatever_their_cl
 def test_two_agents_reassigning_at_the_same_moment_make_exactly_one_owner(site):
     conv = site[3]
     first, *others = [UserFactory(), UserFactory(), UserFactory()]
-    responder.conversation_claim(conversation=conv, agent=first)
+    states.conversation_claim(conversation=conv, agent=first)
 
     def assign(to):
         def act(go):
             mine = Conversation.objects.get(pk=conv.pk)  # both saw `first` as the owner
             go()
-            responder.conversation_assign(conversation=mine, to=to, by=to)
+            states.conversation_assign(conversation=mine, to=to, by=to)
             return to
         return act
 
     results = at_the_same_moment(*(assign(a) for a in others))
     won = [r for r in results if not isinstance(r, Exception)]
-    assert len(won) == 1 and sum(isinstance(r, responder.Stale) for r in results) == 1
+    assert len(won) == 1 and sum(isinstance(r, states.Stale) for r in results) == 1
     conv.refresh_from_db()
     assert conv.assignee == won[0]
 
@@ -260,12 +262,12 @@ def test_with_an_agent_online_the_hand_over_is_not_offline(site, redis_client):
     agent = UserFactory()
     Membership.objects.create(user=agent, tenant=tenant, role=Membership.Role.AGENT)
     assignment.presence_set(tenant=tenant, agent=agent, status="online")
-    responder.handoff_request(conversation=conv, reason="button")
+    states.handoff_request(conversation=conv, reason="button")
     with pytest.raises(InvalidInput):  # a conversation the bot has is not an offline one
-        responder.offline_message_leave(conversation=Conversation.objects.create(
+        offline.offline_message_leave(conversation=Conversation.objects.create(
             tenant=tenant, channel="widget", visitor_id="v"), email="a@b.test", text="hi")
     with pytest.raises(InvalidInput, match="valid e-mail"):  # longer than the column: a 4xx, not a 500
-        responder.offline_message_leave(conversation=conv, email="a" * 250 + "@b.test", text="hi")
+        offline.offline_message_leave(conversation=conv, email="a" * 250 + "@b.test", text="hi")
     last = [e for _, e in redis_client.xrange(keys.conversation_events(str(conv.pk)))][-1]
     assert b'"pending_human"' in last[b"e"] and b"offline" not in last[b"e"]  # what the widget hears
 
@@ -337,7 +339,7 @@ def unserved_request(tenant, text: str) -> RequestSpec:
                        conversation_id=str(conversation.pk), channel="widget", sampling=Sampling(max_tokens=8),
                        prefill_pool=pool, decode_pool=pool, max_prompt_tokens=1536,
                        prompt_messages=[{"role": "user", "content": text}], retrieval=retrieval_spec(tenant),
-                       **responder.handover_spec(tenant=tenant, channel="widget"))
+                       **states.handoff_spec(tenant=tenant, channel="widget"))
     spec_save(get_redis(), spec)
     request_stored(request_id=spec.request_id, committed=True)
     return spec
@@ -388,11 +390,11 @@ def test_round_robin_and_an_agent_claiming_at_the_same_moment_make_exactly_one_o
     def claim(go):
         mine = Conversation.objects.get(pk=conv.pk)
         go()
-        responder.conversation_claim(conversation=mine, agent=claimer)
+        states.conversation_claim(conversation=mine, agent=claimer)
         return claimer
 
     results = at_the_same_moment(round_robin, claim)
-    assert all(r is None or isinstance(r, (responder.Taken, type(claimer))) for r in results), results
+    assert all(r is None or isinstance(r, (states.Taken, type(claimer))) for r in results), results
     conv.refresh_from_db()
     winners = [w for w in results if w is not None and not isinstance(w, Exception)]
     assert len(winners) == 1 and conv.handoff == H.HUMAN and conv.assignee == winners[0]

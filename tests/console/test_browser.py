@@ -117,7 +117,7 @@ def test_a_key_created_in_the_console_works_with_the_openai_client_until_revoked
 def test_a_viewer_sees_their_tenants_conversations_only_and_no_edit_form(platform, page):
     from playwright.sync_api import expect
 
-    from tandem.chat.inbox import visitor_name
+    from tandem.handoff.inbox import visitor_name
 
     t, u = make_tenant(slug="browser-view-t").tenant, make_tenant(slug="browser-view-u").tenant
     viewer = user()

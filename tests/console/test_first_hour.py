@@ -10,7 +10,7 @@ import pytest
 
 from inference.text.handover import asks_for_person
 from knowledge import services as knowledge
-from tandem.console import handover_phrases
+from tandem.handoff import phrases as handoff_phrases
 from tandem.onboarding.models import TenantSetup
 from tenants.models import ApiKey, Tenant
 from tests.console.test_pages import assistant_form
@@ -109,17 +109,17 @@ def test_hand_over_phrases_are_saved_as_escaped_patterns_and_read_back_as_phrase
 
 
 def test_every_built_in_example_is_recognised_by_its_own_line():
-    for rule in handover_phrases.builtin_rules():
+    for rule in handoff_phrases.builtin_rules():
         for example in rule["examples"]:
             assert asks_for_person(f"Hello, {example}!", rule["pattern"]), example
 
 
 def test_patterns_saved_before_phrases_existed_read_back_unchanged():
     old = "\\bhuman please\\b\n(refund|money back)"
-    read = handover_phrases.read(old)
+    read = handoff_phrases.read(old)
     assert (read.builtin, read.phrases, read.expressions) == (False, [], ["\\bhuman please\\b", "(refund|money back)"])
-    assert handover_phrases.write(read) == old
-    assert handover_phrases.read("").builtin and handover_phrases.write(handover_phrases.read("")) == ""
+    assert handoff_phrases.write(read) == old
+    assert handoff_phrases.read("").builtin and handoff_phrases.write(handoff_phrases.read("")) == ""
 
 
 def test_the_operator_overview_starts_with_health_and_finds_and_orders_tenants(client, world):

@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tandem.chat import assignment, responder
 from tandem.chat.models import AgentPresence, Conversation, Message
+from tandem.handoff import assignment, offline, states
 from tenants.models import AuditLog, Membership
 from tests.console.conftest import conversation, user
 
@@ -26,7 +26,7 @@ def agent_a(world):
 
 def test_an_agent_claims_replies_and_resolves_from_the_inbox(client, world, agent_a):
     a, conv = world.a.tenant.slug, world.conv_a
-    responder.handoff_request(conversation=conv, reason="button")
+    states.handoff_request(conversation=conv, reason="button")
     client.force_login(agent_a)
     page = client.get(f"/console/t/{a}/inbox/")
     assert page.status_code == 200 and b"Where is my alpha order?" in page.content
@@ -47,7 +47,7 @@ def test_an_agent_claims_replies_and_resolves_from_the_inbox(client, world, agen
 
 
 def test_a_second_agent_cannot_claim_what_another_owns(client, world, agent_a):
-    responder.conversation_claim(conversation=world.conv_a, agent=world.owner_a)
+    states.conversation_claim(conversation=world.conv_a, agent=world.owner_a)
     client.force_login(agent_a)
     r = client.post(f"/console/t/{world.a.tenant.slug}/inbox/{world.conv_a.pk}/claim/",
                     HTTP_ACCEPT="application/json")
@@ -68,7 +68,7 @@ def agent_b(world):
 
 def test_an_agent_assigns_a_conversation_to_another_agent_and_it_is_audited(client, world, agent_a, agent_b):
     a, conv = world.a.tenant.slug, world.conv_a
-    responder.handoff_request(conversation=conv, reason="button")
+    states.handoff_request(conversation=conv, reason="button")
     client.force_login(agent_a)
     base = f"/console/t/{a}/inbox/{conv.pk}/"
     page = client.get(base)
@@ -81,12 +81,12 @@ def test_an_agent_assigns_a_conversation_to_another_agent_and_it_is_audited(clie
     assert log.actor == agent_a and log.changes == {"assignee": [None, agent_b.username]}
     # Now Noor's: Sam may not reply, Noor may.
     assert client.post(base + "reply/", {"text": "me?"}, HTTP_ACCEPT="application/json").status_code == 409
-    responder.agent_message(conversation=conv, agent=agent_b, text="Noor here.")
+    states.agent_message(conversation=conv, agent=agent_b, text="Noor here.")
 
 
 def test_only_an_agent_of_the_tenant_may_be_assigned(client, world, agent_a):
     a, conv = world.a.tenant.slug, world.conv_a
-    responder.conversation_claim(conversation=conv, agent=agent_a)
+    states.conversation_claim(conversation=conv, agent=agent_a)
     client.force_login(agent_a)
     for who in (world.owner_b.pk, world.viewer_a.pk, "x", ""):  # another tenant's owner, a viewer, junk
         r = client.post(f"/console/t/{a}/inbox/{conv.pk}/assign/", {"agent": who}, HTTP_ACCEPT="application/json")
@@ -98,11 +98,11 @@ def test_only_an_agent_of_the_tenant_may_be_assigned(client, world, agent_a):
 
 def test_an_assignment_from_a_stale_view_is_refused(world, agent_a, agent_b):
     conv = world.conv_a
-    responder.conversation_claim(conversation=conv, agent=agent_a)
+    states.conversation_claim(conversation=conv, agent=agent_a)
     seen = Conversation.objects.get(pk=conv.pk)  # what a second agent's page showed
-    responder.conversation_assign(conversation=Conversation.objects.get(pk=conv.pk), to=agent_b, by=agent_a)
-    with pytest.raises(responder.Stale, match="Noor"):
-        responder.conversation_assign(conversation=seen, to=world.admin_a, by=world.admin_a)
+    states.conversation_assign(conversation=Conversation.objects.get(pk=conv.pk), to=agent_b, by=agent_a)
+    with pytest.raises(states.Stale, match="Noor"):
+        states.conversation_assign(conversation=seen, to=world.admin_a, by=world.admin_a)
     conv.refresh_from_db()
     assert conv.assignee == agent_b
 
@@ -136,14 +136,14 @@ def test_with_round_robin_on_new_hand_overs_go_in_turn_to_the_online_agents(worl
     for agent in (agent_a, agent_b):
         assignment.presence_set(tenant=tenant, agent=agent, status="online")
     assignment.presence_set(tenant=tenant, agent=world.admin_a, status="away")
-    responder.handoff_request(conversation=convs[0], reason="button")
+    states.handoff_request(conversation=convs[0], reason="button")
     convs[0].refresh_from_db()
     assert convs[0].handoff == "pending_human" and convs[0].assignee is None  # off by default
     tenant.handover_round_robin = True
     tenant.save()
     for c in convs[1:]:
         c.refresh_from_db()
-        responder.handoff_request(conversation=c, reason="button")
+        states.handoff_request(conversation=c, reason="button")
     owners = [Conversation.objects.get(pk=c.pk).assignee for c in convs[1:]]
     assert all(Conversation.objects.get(pk=c.pk).handoff == "human" for c in convs[1:])
     assert owners[0] != owners[1] and owners[2] == owners[0] and set(owners) == {agent_a, agent_b}
@@ -154,7 +154,7 @@ def test_with_nobody_online_a_hand_over_waits_and_says_it_is_offline(world, agen
     tenant.handover_round_robin = True
     tenant.save()
     conv = world.conv_a
-    responder.handoff_request(conversation=conv, reason="button")
+    states.handoff_request(conversation=conv, reason="button")
     conv.refresh_from_db()
     assert conv.handoff == "pending_human" and conv.assignee is None
     assert assignment.state_event(state="pending_human", agent=None, tenant_id=tenant.pk)["offline"] is True
@@ -164,9 +164,9 @@ def test_with_nobody_online_a_hand_over_waits_and_says_it_is_offline(world, agen
 
 def test_an_offline_message_is_answered_by_e_mail_once_and_only_in_its_tenant(client, world, agent_a, mailoutbox):
     a, conv = world.a.tenant.slug, world.conv_a
-    responder.handoff_request(conversation=conv, reason="button")
+    states.handoff_request(conversation=conv, reason="button")
     conv.refresh_from_db()
-    left = responder.offline_message_leave(conversation=conv, email="ann@example.test", text="Parcel 42 never came")
+    left = offline.offline_message_leave(conversation=conv, email="ann@example.test", text="Parcel 42 never came")
     client.force_login(agent_a)
     url = f"/console/t/{a}/inbox/offline/{left.pk}/answer/"
     page = client.post(url, {"text": "   "}, follow=True).content.decode()
@@ -181,9 +181,9 @@ def test_an_offline_message_is_answered_by_e_mail_once_and_only_in_its_tenant(cl
     left.refresh_from_db()
     assert (left.answered_by, left.answer) == (agent_a, "It left our depot today: tracking 42.")
     # Another tenant's offline message is not found, exactly like a missing one.
-    responder.handoff_request(conversation=world.conv_b, reason="button")
+    states.handoff_request(conversation=world.conv_b, reason="button")
     world.conv_b.refresh_from_db()
-    theirs = responder.offline_message_leave(conversation=world.conv_b, email="bob@example.test", text="hello")
+    theirs = offline.offline_message_leave(conversation=world.conv_b, email="bob@example.test", text="hello")
     assert client.post(f"/console/t/{a}/inbox/offline/{theirs.pk}/answer/", {"text": "x"}).status_code == 404
     assert client.post(f"/console/t/{a}/inbox/offline/999999/answer/", {"text": "x"}).status_code == 404
     assert len(mailoutbox) == 1

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from tandem.chat import responder
 from tandem.chat.models import Conversation, Message
+from tandem.handoff import states
 from tandem.saved_replies.services import saved_reply_create
 from tenants.models import Membership
 from tests.console.conftest import conversation, user
@@ -43,7 +43,7 @@ def waiting_for(tenant, text: str, *, minutes: int, **who) -> Conversation:
     conv = conversation(tenant, text)
     Conversation.objects.filter(pk=conv.pk).update(**who)
     conv.refresh_from_db()
-    responder.handoff_request(conversation=conv, reason="button")
+    states.handoff_request(conversation=conv, reason="button")
     Conversation.objects.filter(pk=conv.pk).update(handoff_at=timezone.now() - timedelta(minutes=minutes))
     return Conversation.objects.get(pk=conv.pk)
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tandem.chat import inbox, responder
 from tandem.chat.models import Conversation, Message
+from tandem.handoff import inbox, states
 from tandem.labels.services import label_create
 from tenants.models import Membership
 from tests.console.conftest import conversation, user
@@ -42,7 +42,7 @@ def waiting(tenant, text: str, **who) -> Conversation:
     conv = conversation(tenant, text)
     Conversation.objects.filter(pk=conv.pk).update(**who)
     conv.refresh_from_db()
-    responder.handoff_request(conversation=conv, reason="button")
+    states.handoff_request(conversation=conv, reason="button")
     return Conversation.objects.get(pk=conv.pk)
 
 

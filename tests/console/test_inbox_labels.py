@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tandem.chat import responder
 from tandem.chat.models import Conversation
+from tandem.handoff import states
 from tandem.labels import services
 from tandem.labels.models import Label
 from tenants.models import AuditLog, Membership
@@ -27,7 +27,7 @@ def agent_a(world):
 
 def waiting(tenant, text: str) -> Conversation:
     conv = conversation(tenant, text)
-    responder.handoff_request(conversation=conv, reason="button")
+    states.handoff_request(conversation=conv, reason="button")
     conv.refresh_from_db()
     return conv
 
@@ -105,7 +105,7 @@ def test_bulk_actions_label_resolve_and_assign_the_ticked_conversations(client, 
     r = client.post(bulk, {"c": [one.pk, three.pk], "action": "assign", "agent": world.admin_a.pk}, follow=True)
     assert "Assigned 2 conversations." in r.content.decode()
     assert set(Conversation.objects.filter(assignee=world.admin_a).values_list("pk", flat=True)) == {one.pk, three.pk}
-    responder.conversation_resolve(conversation=Conversation.objects.get(pk=three.pk))
+    states.conversation_resolve(conversation=Conversation.objects.get(pk=three.pk))
     r = client.post(bulk, {"c": [one.pk, two.pk, three.pk], "action": "resolve"}, follow=True)
     body = r.content.decode()
     assert "Resolved 2 conversations." in body and "1 left as they were: not with a person" in body

@@ -15,8 +15,8 @@ from urllib.parse import quote
 import pytest
 import websockets.sync.client as ws_client
 
-from tandem.chat import inbox, responder
 from tandem.chat.models import Conversation
+from tandem.handoff import inbox, states
 from tenants.models import Membership
 from tests.console.conftest import user
 from tests.console.test_browser import sign_in
@@ -82,7 +82,7 @@ def test_an_agent_opts_in_and_is_notified_of_a_hand_over_and_of_her_visitors_mes
         assert page.evaluate("window.__notes[0]") == {
             "title": f"{name} is waiting for a person", "body": "Open the inbox to answer.", "tag": f"handover:{cid}"}
 
-        responder.conversation_claim(conversation=conv, agent=maya)  # hers now: her visitor's messages notify
+        states.conversation_claim(conversation=conv, agent=maya)  # hers now: her visitor's messages notify
         chat.recv_until(lambda f: f["type"] == "handoff" and f["state"] == "human")
         chat.send({"type": "message", "text": "The green one, size 2", "conversation": cid})
         chat.recv_until(lambda f: f["type"] == "received")

@@ -1,7 +1,7 @@
 """The side panel beside a conversation (the page the visitor came from, their browser,
 their other conversations) and what feeds it (the widget socket's page and User-Agent,
 kept on a new conversation); and the tenant's inbox feed, which the agents'
-notifications follow: what the responder writes to it (real Redis) and which of it each
+notifications follow: what tandem.handoff.states writes to it (real Redis) and which of it each
 agent is told."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import json
 
 import pytest
 
-from tandem.chat import events, responder
 from tandem.chat.browsers import browser_in_words
 from tandem.chat.models import Conversation, Message
 from tandem.chat.visitors import visitor_establish
-from tandem.console.inbox_feed import frame_for
+from tandem.handoff import events, states
+from tandem.handoff.inbox_feed import frame_for
 from tenants.models import Membership
 from tests.console.conftest import user
 
@@ -57,7 +57,7 @@ def test_the_side_panel_shows_the_page_the_browser_and_past_conversations_of_thi
     now = Conversation.objects.create(tenant=t, channel="widget", visitor_id="v-42",
                                       page_url="https://shop.example/returns", user_agent=CHROME_MAC)
     Message.objects.create(conversation=now, role=Message.Role.USER, content="A person please")
-    responder.handoff_request(conversation=now, reason="button")
+    states.handoff_request(conversation=now, reason="button")
     client.force_login(agent)
     page = client.get(f"/console/t/{t.slug}/inbox/{now.pk}/").content.decode()
     panel = page.split('aria-label="About the visitor"')[1].split("</aside>")[0]
@@ -81,12 +81,12 @@ def test_hand_overs_and_visitor_messages_reach_the_tenants_inbox_feed(world, red
     Conversation.objects.filter(pk=conv.pk).update(user_name="Ann Lee")
     conv.refresh_from_db()
     with django_capture_on_commit_callbacks(execute=True):  # published on commit, as in a request
-        responder.handoff_request(conversation=conv, reason="button")
+        states.handoff_request(conversation=conv, reason="button")
         conv.refresh_from_db()
-        responder.conversation_claim(conversation=conv, agent=agent)
-        with pytest.raises(responder.HeldForPerson):
-            responder.hold_if_with_person(conversation=conv, text="Are you there?")
-        responder.agent_message(conversation=conv, agent=agent, text="Yes!")  # an agent's words: not in the feed
+        states.conversation_claim(conversation=conv, agent=agent)
+        with pytest.raises(states.HeldForPerson):
+            states.hold_if_with_person(conversation=conv, text="Are you there?")
+        states.agent_message(conversation=conv, agent=agent, text="Yes!")  # an agent's words: not in the feed
     feed = [(i.decode(), json.loads(f[b"e"])) for i, f in redis_client.xrange(key)]
     assert [(e["type"], e.get("state")) for _, e in feed] == [("handoff", "pending_human"), ("handoff", "human"),
                                                             ("message", None)]
@@ -105,7 +105,7 @@ def test_hand_overs_and_visitor_messages_reach_the_tenants_inbox_feed(world, red
 
 
 def test_a_hand_over_in_words_reaches_the_feed_from_the_reply_sink(world, redis_client):
-    """The CPU tier's hand-over (asked in words) is told by the reply sink, not the responder."""
+    """The CPU tier's hand-over (asked in words) is told by the reply sink, not the states."""
     from tandem.chat.reply_sink import ReplyRows
 
     key = events.inbox_feed_key(world.a.tenant.pk)

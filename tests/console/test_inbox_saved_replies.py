@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tandem.chat import responder
 from tandem.chat.models import Conversation
+from tandem.handoff import states
 from tandem.saved_replies import services
 from tandem.saved_replies.models import SavedReply
 from tenants.models import Membership
@@ -76,5 +76,5 @@ def test_another_tenants_saved_reply_cannot_be_deleted_and_a_viewer_has_none(cli
     assert list(SavedReply.objects.values_list("shortcut", flat=True)) == ["hello"]
     client.force_login(world.viewer_a)
     assert client.get(f"/console/t/{a}/inbox/replies/").status_code == 403
-    responder.handoff_request(conversation=world.conv_a, reason="button")
+    states.handoff_request(conversation=world.conv_a, reason="button")
     assert client.get(f"/console/t/{a}/inbox/{world.conv_a.pk}/replies/?q=").status_code == 403

@@ -12,8 +12,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from tandem.chat import inbox, responder, search
+from tandem.chat import search
 from tandem.chat.models import Conversation, Message
+from tandem.handoff import inbox, states
 from tenants.access import access_list
 from tenants.models import Membership
 from tests.console.conftest import conversation, user
@@ -32,7 +33,7 @@ def waiting(tenant, text: str, *, days_ago: int = 0, **who) -> Conversation:
     conv = conversation(tenant, text)
     Conversation.objects.filter(pk=conv.pk).update(**who)
     conv.refresh_from_db()
-    responder.handoff_request(conversation=conv, reason="button")
+    states.handoff_request(conversation=conv, reason="button")
     Conversation.objects.filter(pk=conv.pk).update(handoff_at=timezone.now() - timedelta(days=days_ago))
     return Conversation.objects.get(pk=conv.pk)
 

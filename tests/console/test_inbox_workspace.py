@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tandem.chat import inbox, responder
 from tandem.chat.models import Conversation, Message
 from tandem.console.templatetags.inbox import human_duration
+from tandem.handoff import inbox, states
 from tenants.models import Membership
 from tests.console.conftest import PASSWORD, conversation, user
 
@@ -37,7 +37,7 @@ def waiting(tenant, text: str, *, minutes: int = 0, **who) -> Conversation:
     conv = conversation(tenant, text)
     Conversation.objects.filter(pk=conv.pk).update(**who)
     conv.refresh_from_db()
-    responder.handoff_request(conversation=conv, reason="button")
+    states.handoff_request(conversation=conv, reason="button")
     Conversation.objects.filter(pk=conv.pk).update(handoff_at=timezone.now() - timedelta(minutes=minutes))
     conv.refresh_from_db()
     return conv
@@ -72,11 +72,11 @@ def test_the_waiting_count_is_in_every_tenant_page_nav_and_counts_only_this_tena
 def test_the_filters_show_mine_unassigned_waiting_and_resolved(client, world, agent_a, agent_b):
     t = world.a.tenant
     mine, theirs, pending, done = (waiting(t, text) for text in ("mine q", "theirs q", "pending q", "done q"))
-    responder.conversation_claim(conversation=mine, agent=agent_a)
-    responder.conversation_claim(conversation=theirs, agent=agent_b)
-    responder.conversation_claim(conversation=done, agent=agent_a)
+    states.conversation_claim(conversation=mine, agent=agent_a)
+    states.conversation_claim(conversation=theirs, agent=agent_b)
+    states.conversation_claim(conversation=done, agent=agent_a)
     done.refresh_from_db()
-    responder.conversation_resolve(conversation=done)
+    states.conversation_resolve(conversation=done)
     client.force_login(agent_a)
 
     def listed(view):
@@ -113,14 +113,14 @@ def test_a_hand_over_from_the_menu_shows_the_last_thing_said(client, world, agen
     conv = Conversation.objects.create(tenant=world.a.tenant, channel=Conversation.Channel.WIDGET, visitor_id="v-9")
     Message.objects.create(conversation=conv, role=Message.Role.ASSISTANT, content="Hi! How can I help?")
     Message.objects.create(conversation=conv, role=Message.Role.USER, content="")  # the menu's "Talk to a person"
-    responder.handoff_request(conversation=conv, reason="button")
+    states.handoff_request(conversation=conv, reason="button")
     client.force_login(agent_a)
     assert "Hi! How can I help?" in client.get(f"/console/t/{world.a.tenant.slug}/inbox/rows/").content.decode()
 
 
 def test_the_reply_box_switch_keeps_a_note_a_note_even_posted_to_the_reply_url(client, world, agent_a):
     conv = waiting(world.a.tenant, "help")
-    responder.conversation_claim(conversation=conv, agent=agent_a)
+    states.conversation_claim(conversation=conv, agent=agent_a)
     client.force_login(agent_a)
     page = client.get(f"/console/t/{world.a.tenant.slug}/inbox/{conv.pk}/").content.decode()
     assert 'name="mode" value="note"' in page and "only your team sees this" in page
@@ -148,13 +148,13 @@ def test_resolve_over_htmx_goes_to_the_conversation_that_waited_longest(client, 
     current = waiting(t, "current", minutes=30)
     waiting(t, "newer", minutes=1)
     oldest = waiting(t, "older", minutes=20)
-    responder.conversation_claim(conversation=current, agent=agent_a)
+    states.conversation_claim(conversation=current, agent=agent_a)
     client.force_login(agent_a)
     r = client.post(f"/console/t/{t.slug}/inbox/{current.pk}/resolve/", **HTMX)
     assert r.status_code == 200 and r["HX-Redirect"] == f"/console/t/{t.slug}/inbox/{oldest.pk}/"
     Conversation.objects.filter(tenant=t).update(handoff=Conversation.Handoff.RESOLVED)
     last = waiting(t, "last")
-    responder.conversation_claim(conversation=last, agent=agent_a)
+    states.conversation_claim(conversation=last, agent=agent_a)
     r = client.post(f"/console/t/{t.slug}/inbox/{last.pk}/resolve/", **HTMX)
     assert r["HX-Redirect"] == f"/console/t/{t.slug}/inbox/"  # nobody else waits: back to the inbox
     assert "Resolved" in client.get(r["HX-Redirect"]).content.decode()

@@ -18,12 +18,12 @@ from inference.wire import keys
 from knowledge.models import Citation
 from tandem.attachments import services as attachments
 from tandem.attachments.models import Attachment
-from tandem.chat import events
 from tandem.chat.models import Conversation, Message, OfflineMessage
 from tandem.chat.visitors import Visitor
 from tandem.contacts import services
 from tandem.contacts.models import RetentionPolicy
 from tandem.feedback.models import Csat, Feedback
+from tandem.handoff import events
 from tandem.webhooks import services as webhooks
 from tandem.webhooks.models import Event
 from tenants import audit

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tandem.chat import responder
 from tandem.chat.models import Conversation
 from tandem.feedback.models import Csat, Feedback
+from tandem.handoff import states
 from tenants.models import Membership
 from tests.factories import UserFactory, make_tenant
 
@@ -56,9 +56,9 @@ def test_a_visitor_rates_a_reply_with_named_buttons_and_scores_the_conversation_
         # An agent takes the conversation over and resolves it: the widget asks how we did.
         agent = UserFactory(first_name="Maya")
         Membership.objects.create(user=agent, tenant=tenant, role=Membership.Role.AGENT)
-        responder.conversation_claim(conversation=conv, agent=agent)
+        states.conversation_claim(conversation=conv, agent=agent)
         expect(page.locator("tandem-chat .notice")).to_have_text("Maya joined the conversation.")
-        assert responder.conversation_resolve(conversation=conv)
+        assert states.conversation_resolve(conversation=conv)
         legend = page.get_by_role("group", name="How did we do?")
         expect(legend).to_be_visible(timeout=30_000)
         page.get_by_role("radio", name="4 out of 5").check()

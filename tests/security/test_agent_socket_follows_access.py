@@ -10,8 +10,8 @@ import time
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from tandem.chat import responder
 from tandem.chat.models import Conversation
+from tandem.handoff import states
 from tenants import services as tenant_services
 from tenants.models import Membership
 from tests.chat.test_handoff import agent_socket
@@ -26,7 +26,7 @@ def _agent_on_a_conversation(client):
     agent = UserFactory()
     member = Membership.objects.create(user=agent, tenant=created.tenant, role=Membership.Role.AGENT)
     conv = Conversation.objects.create(tenant=created.tenant, channel="widget", visitor_id="v-1")
-    responder.handoff_request(conversation=conv, reason="button")
+    states.handoff_request(conversation=conv, reason="button")
     client.force_login(agent)
     return member, conv
 
@@ -74,5 +74,5 @@ def test_a_change_to_someone_else_leaves_the_socket_open(platform, client):
         member.save()  # a change of their own that keeps their access: checked, and kept
         sock.send('{"type": "typing"}')
         # Still open and serving: a visitor-side event reaches it.
-        responder.typing(conversation_id=str(conv.pk), who="visitor")
+        states.typing(conversation_id=str(conv.pk), who="visitor")
         assert '"typing"' in sock.recv(timeout=10)

@@ -10,9 +10,10 @@ import json
 
 import pytest
 
-from tandem.chat import responder, services
+from tandem.chat import services
 from tandem.chat.models import Conversation, Message
 from tandem.chat.reply_sink import ReplyRows
+from tandem.handoff import states as handoff
 from tandem.webhooks import services as webhooks
 from tandem.webhooks.models import EVENT_TYPES, Event
 from tests.factories import UserFactory, make_tenant
@@ -42,11 +43,11 @@ def test_a_new_conversation_emits_conversation_created_with_the_tenant_and_an_ev
 def test_each_handoff_state_is_an_event_with_the_agent_and_agent_replies_are_messages_but_notes_are_not():
     tenant = subscribed()
     agent = UserFactory(first_name="Ada", last_name="Agent")
-    conversation = responder.visitor_asks_for_person(conversation=None, create={"tenant": tenant})
-    responder.conversation_claim(conversation=conversation, agent=agent)
-    responder.agent_message(conversation=conversation, agent=agent, text="Hello, Ada here.")
-    responder.agent_message(conversation=conversation, agent=agent, text="VIP customer", note=True)
-    responder.conversation_resolve(conversation=conversation)
+    conversation = handoff.visitor_asks_for_person(conversation=None, create={"tenant": tenant})
+    handoff.conversation_claim(conversation=conversation, agent=agent)
+    handoff.agent_message(conversation=conversation, agent=agent, text="Hello, Ada here.")
+    handoff.agent_message(conversation=conversation, agent=agent, text="VIP customer", note=True)
+    handoff.conversation_resolve(conversation=conversation)
     events = emitted(tenant)
     assert [e["type"] for e in events] == ["conversation.created", "conversation.handoff", "conversation.handoff",
                                            "message.created", "conversation.handoff"]
@@ -60,9 +61,9 @@ def test_each_handoff_state_is_an_event_with_the_agent_and_agent_replies_are_mes
 
 def test_a_visitors_message_held_for_a_person_is_a_message_created_event():
     tenant = subscribed(["message.created"])
-    conversation = responder.visitor_asks_for_person(conversation=None, create={"tenant": tenant})
-    with pytest.raises(responder.HeldForPerson):
-        responder.hold_if_with_person(conversation=conversation, text="Are you there?")
+    conversation = handoff.visitor_asks_for_person(conversation=None, create={"tenant": tenant})
+    with pytest.raises(handoff.HeldForPerson):
+        handoff.hold_if_with_person(conversation=conversation, text="Are you there?")
     [event] = emitted(tenant)
     assert event["data"]["message"]["role"] == "visitor" and event["data"]["message"]["content"] == "Are you there?"
 

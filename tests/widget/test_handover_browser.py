@@ -87,7 +87,7 @@ def test_out_of_hours_the_widget_offers_the_form_at_once_says_when_the_team_is_b
 
 
 def hours_back_at(tenant) -> str:
-    from tandem.chat.assignment import unreachable
+    from tandem.handoff.assignment import unreachable
 
     return unreachable(tenant_id=tenant.pk)["back_at"]
 

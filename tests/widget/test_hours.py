@@ -11,9 +11,9 @@ import pytest
 
 from inference.pipeline.cpu import prompt_parts
 from inference.wire.spec import RequestSpec, Sampling
-from tandem.chat import assignment, responder
 from tandem.chat.models import AgentPresence
 from tandem.chat.validation import InvalidInput
+from tandem.handoff import assignment, states
 from tandem.hours import selectors, services
 from tandem.hours.schedule import parse_holidays, schedule_of
 from tenants.audit import Actor
@@ -97,17 +97,17 @@ def test_out_of_hours_nobody_can_take_a_conversation_and_the_event_says_when_the
     back = datetime.fromisoformat(event["back_at"])
     assert back.weekday() == day and (back.hour, back.minute) == (10, 0) and back > datetime.now(UTC)
     # The assistant's hand-over text promises nobody, in the visitor's language.
-    assert responder.handover_spec(tenant=tenant, channel="widget", locale="fr")["handover_text"].startswith(
+    assert states.handoff_spec(tenant=tenant, channel="widget", locale="fr")["handover_text"].startswith(
         "Personne de notre équipe n'est disponible")
     services.hours_save(tenant=tenant, actor=Actor(), enabled=False, time_zone="UTC", weekly={}, holidays="")
     assert assignment.unreachable(tenant_id=tenant.pk) == {}
-    assert responder.handover_spec(tenant=tenant, channel="widget")["handover_text"] == tenant.handover_text
+    assert states.handoff_spec(tenant=tenant, channel="widget")["handover_text"] == tenant.handover_text
 
 
 def test_in_hours_with_no_agent_online_the_form_is_offered_without_back_at(db):
     created = make_tenant()
     assert assignment.unreachable(tenant_id=created.tenant.pk) == {"offline": True}
-    text = responder.handover_spec(tenant=created.tenant, channel="widget", locale="de")["handover_text"]
+    text = states.handoff_spec(tenant=created.tenant, channel="widget", locale="de")["handover_text"]
     assert text.startswith("Gerade ist niemand aus unserem Team erreichbar")
 
 

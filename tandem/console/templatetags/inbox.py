@@ -9,8 +9,8 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from tandem.chat import inbox as chat_inbox
 from tandem.chat import search
+from tandem.handoff import inbox as handoff_inbox
 
 register = template.Library()
 
@@ -37,7 +37,7 @@ def human_duration(seconds) -> str:
 @register.simple_tag
 def inbox_waiting(tenant) -> int:
     """The waiting count for the nav's first paint (the partial then polls it)."""
-    return chat_inbox.waiting_count(tenant=tenant)
+    return handoff_inbox.waiting_count(tenant=tenant)
 
 
 EXCERPT = 90
@@ -64,5 +64,5 @@ def search_excerpt(text, q) -> str:
 
 @register.filter
 def visitor_name(conversation) -> str:
-    """The name a conversation's visitor goes by (tandem.chat.inbox.visitor_name)."""
-    return chat_inbox.visitor_name(conversation)
+    """The name a conversation's visitor goes by (tandem.handoff.inbox.visitor_name)."""
+    return handoff_inbox.visitor_name(conversation)

@@ -11,10 +11,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 
 from tandem.chat.widget import text_color_on
+from tandem.handoff import phrases as handoff_phrases
 from tenants import services
 from tenants.membership import Can
 
-from .. import handover_phrases
 from ..forms import AssistantForm, apply_errors
 from .base import actor, render_page, tenant_page
 
@@ -25,8 +25,8 @@ def _page(request, access, form, *, secret: str = "", status: int = 200):
     return render_page(request, "console/assistant.html",
                        {"form": form if access.can_manage else None, "secret": secret,
                         "has_secret": bool(tenant.identity_secret), "preview_query": preview_query,
-                        "phrases": handover_phrases.read(tenant.handover_patterns),
-                        "builtin": handover_phrases.builtin_rules()},
+                        "phrases": handoff_phrases.read(tenant.handover_patterns),
+                        "builtin": handoff_phrases.builtin_rules()},
                        access=access, nav="assistant", status=status)
 
 

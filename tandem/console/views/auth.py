@@ -11,8 +11,9 @@ from django.contrib.auth import views as auth_views
 from django.shortcuts import redirect
 from django.urls import reverse, reverse_lazy
 
+from tandem.handoff.views import home_url
+
 from .. import throttle
-from . import inbox
 
 
 class SignInView(auth_views.LoginView):
@@ -48,7 +49,7 @@ class SignInView(auth_views.LoginView):
 
     def get_default_redirect_url(self):
         # Without a ?next=: agents (every role with the inbox) start where their work is.
-        return inbox.home_url(self.request.user) or super().get_default_redirect_url()
+        return home_url(self.request.user) or super().get_default_redirect_url()
 
 
 class SignOutView(auth_views.LogoutView):

@@ -1,24 +1,22 @@
 """Tenant → Inbox → Labels: the tenant's labels (defined by members who manage the tenant,
-seen by everyone with the inbox), the labels of one conversation (set by any agent from
-its page, htmx), and the inbox's bulk actions on ticked conversations (add a label,
-resolve, assign: tandem.console.inbox_bulk). A label or conversation of another tenant
-is a 404 like a missing one."""
+seen by everyone with the inbox) and the labels of one conversation (set by any agent from
+its page, htmx). The inbox's bulk actions, adding a label among them, are the hand-off's
+(tandem.handoff.views.inbox_bulk_action). A label or conversation of another tenant is a
+404 like a missing one."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.shortcuts import redirect
-from django.urls import reverse
 
 from tandem.chat.validation import InvalidInput
+from tandem.handoff.views import CONVERSATION, INBOX
 from tandem.labels import selectors, services
 from tandem.labels.models import COLORS, Label
 from tenants.access import NotFound
 from tenants.membership import Can
 
-from .. import inbox_bulk
 from .base import Obj, render_page, tenant_page
-from .inbox import CONVERSATION, INBOX, inbox_page
 
 LABEL = {"label_id": Obj("label", Label.objects.all(), "label")}
 DEFINE = {"read": Can.INBOX, "write": Can.MANAGE}
@@ -78,28 +76,3 @@ def inbox_conversation_labels(request, access, conv):
                             "failed": status != 200}, access=access, status=status)
     (messages.success if status == 200 else messages.error)(request, outcome)
     return redirect("console:inbox_conversation", slug=access.tenant.slug, conversation_id=conv.pk)
-
-
-@tenant_page(methods=("POST",), **INBOX)
-def inbox_bulk_action(request, access):
-    """The ticked conversations (`c`, repeated), `action` and its `label` or `agent`; back
-    to the list the agent was on, with what was done (and what was not) said. Nothing
-    ticked or no action is a 400, a conversation, label or agent not of this tenant a
-    404, both with the inbox and the reason."""
-    back = reverse("console:inbox", kwargs={"slug": access.tenant.slug})
-    query = request.POST.get("back", "")
-    if query.startswith("?") and "\n" not in query and len(query) < 2000:
-        back += query
-    try:
-        done = inbox_bulk.inbox_bulk(tenant=access.tenant, by=request.user, ids=request.POST.getlist("c"),
-                                     action=request.POST.get("action", ""), label_id=request.POST.get("label"),
-                                     agent_id=request.POST.get("agent"))
-    except InvalidInput as exc:
-        messages.error(request, f"{exc} Nothing was changed.")
-        return inbox_page(request, access, status=400)
-    except NotFound as exc:
-        what = str(exc).removeprefix("No such ").rstrip(".")
-        messages.error(request, f"That {what} is not one of this tenant's (or no longer exists): nothing was changed.")
-        return inbox_page(request, access, status=404)
-    (messages.success if not done.skipped else messages.warning)(request, done.summary())
-    return redirect(back)

@@ -9,12 +9,12 @@ from django.http import JsonResponse
 from django.shortcuts import redirect
 
 from tandem.chat.validation import InvalidInput
+from tandem.handoff.views import CONVERSATION, INBOX
 from tandem.saved_replies import selectors, services
 from tandem.saved_replies.models import SavedReply
 from tandem.saved_replies.templating import VARIABLES
 
 from .base import Obj, render_page, tenant_page
-from .inbox import CONVERSATION, INBOX
 
 SAVED_REPLY = {"saved_reply_id": Obj("reply", SavedReply.objects.all(), "saved reply")}
 

@@ -1,14 +1,14 @@
 """The agent's inbox feed socket, `/ws/agent/<tenant slug>/`: what an agent's
 notifications need on every console page of the tenant (static/console/inbox_notify.js),
 whichever conversation they have open, from the tenant's inbox feed
-(tandem.chat.events.inbox_feed_key) as tandem.chat.responder writes it:
+(tandem.handoff.events.inbox_feed_key) as tandem.handoff.states writes it:
 
     {"type": "handover", "conversation", "visitor", "url", "id"}  a conversation waits for a person
     {"type": "assigned", "conversation", "visitor", "url", "id"}  it was given to this agent by someone else
     {"type": "message", "conversation", "visitor", "text", "url", "id"}  the visitor wrote in one of theirs
 
 `id` is the feed entry's, the same for every agent and tab (a page uses it to notify
-once). Signed in and checked like the conversation socket (tandem.console.agent_socket,
+once). Signed in and checked like the conversation socket (tandem.handoff.agent_socket,
 whose access watch it shares: signed out, removed or demoted, it closes at once); an
 open feed is its agent's presence heartbeat, as an open console page is."""
 
@@ -23,11 +23,11 @@ from django.urls import reverse
 
 from inference.wire import reader
 from inference.wire.connections import async_redis
-from tandem.chat import assignment, events
+from tandem.console import access_events
 from tenants import membership
 from tenants.membership import Can
 
-from . import access_events
+from . import assignment, events
 from .agent_socket import CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, CLOSE_UNAUTHORIZED, AgentConsumer
 
 log = logging.getLogger(__name__)

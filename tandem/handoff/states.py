@@ -1,6 +1,7 @@
 """Who answers a conversation: the assistant or a person of the tenant (docs/handoff.md).
 
-    bot ──(visitor asks: button or words; an agent takes over)──► pending_human
+    bot ──(the visitor's "Talk to a person"; an agent takes over)──► pending_human
+    bot | resolved ──(the assistant's reply hands over: asked in words, no grounded answer)──► pending_human
     pending_human ──(an agent claims; round-robin)──► human          bot ──(an agent claims)──► human
     pending_human | human ──(assign to another agent)──► human
     pending_human | human ──(resolve)──► resolved ──(the visitor's next message)──► bot
@@ -9,23 +10,21 @@ Every change is one conditional UPDATE (`WHERE handoff IN <the states it may com
 from>`): the database decides, so two agents claiming at the same moment make exactly
 one owner, and the loser is told who won. While the conversation is `pending_human` or
 `human`, a visitor's message is stored for the inbox and nothing goes to the model tiers
-(`hold_if_with_person`, called at the top of `services.chat_submit`): no admission, no
-request in Redis, no UsageRecord. Agents' messages and notes are Message rows with an
-`author`; they count against no model quota.
+(`hold_if_with_person`, called at the top of `tandem.chat.services.chat_submit`): no
+admission, no request in Redis, no UsageRecord. Agents' messages and notes are Message
+rows with an `author`; they count against no model quota.
 
 Every change is published on commit to the conversation's live events
-(`tandem.chat.events`), which the widget socket and the agents' sockets tail."""
+(`tandem.handoff.events`), which the widget socket and the agents' sockets tail."""
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
-from django.core.mail import send_mail
-from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
 
 from inference.text import handover
 from inference.wire.connections import get_redis
+from tandem.chat.models import Conversation, Message
 from tandem.chat.validation import InvalidInput, clean_user_text
 from tandem.hours import texts as hours_texts
 from tandem.webhooks import chat_events as webhook_events
@@ -34,7 +33,6 @@ from tenants import audit
 from . import assignment, events
 from .assignment import display_name
 from .inbox import visitor_name
-from .models import Conversation, Message, OfflineMessage
 
 H = Conversation.Handoff
 # To a state, from the states it may be reached from.
@@ -130,15 +128,47 @@ def handoff_request(*, conversation: Conversation, reason: str) -> bool:
     moved = _move(conversation, H.PENDING_HUMAN, handoff_reason=reason, handoff_at=timezone.now(),
                   assignee=None, claimed_at=None, first_human_reply_at=None, resolved_at=None)
     if moved and reason != "agent":  # an agent taking over claims it next themselves
-        after_handover(conversation=conversation)
+        after_handoff(conversation=conversation)
     return moved
 
 
-def after_handover(*, conversation: Conversation) -> None:
+def after_handoff(*, conversation: Conversation) -> None:
     """Round-robin, for a conversation that just started to wait for a person."""
     if assignment.assign_round_robin(conversation_id=conversation.pk, tenant=conversation.tenant):
         conversation.refresh_from_db()
         _publish(conversation, _state_event(conversation))
+
+
+def handoff_by_assistant(*, conversation_id, reason: str, now) -> bool:
+    """The assistant's reply hands the conversation over (reason "words": the visitor asked
+    in words; "ungrounded": it had no grounded answer), in the caller's transaction (the
+    reply's, tandem.chat.reply_sink). Published later, by `announce_waiting`, once the
+    reply is told. The evaluation harness's conversations (tandem.evals.ask) keep the
+    hand-over on the reply alone: they are tests, nobody waits for a person there."""
+    moved = Conversation.objects.filter(pk=conversation_id, handoff__in=_FROM[H.PENDING_HUMAN]).exclude(
+        visitor_id__startswith="eval:").update(
+        handoff=H.PENDING_HUMAN, handoff_reason=reason, handoff_at=now, updated_at=now, assignee=None,
+        claimed_at=None, first_human_reply_at=None, resolved_at=None)
+    if moved:
+        webhook_events.handoff_changed(tenant_id=Conversation.objects.get(pk=conversation_id).tenant_id,
+                                       conversation_id=conversation_id, state=H.PENDING_HUMAN, reason=reason)
+    return bool(moved)
+
+
+def announce_waiting(*, conversation_id) -> None:
+    """After `handoff_by_assistant`: it waits for a person (offline when no agent is
+    online); then to the next agent when the tenant assigns round-robin."""
+    conversation = Conversation.objects.select_related("tenant").get(pk=conversation_id)
+    client = get_redis()
+    event = assignment.state_event(state=H.PENDING_HUMAN, agent=None, tenant_id=conversation.tenant_id)
+    events.publish(client, conversation_id, event,
+                   inbox=(conversation.tenant_id, inbox_feed_entry(conversation, event)))
+    agent = assignment.assign_round_robin(conversation_id=conversation_id, tenant=conversation.tenant)
+    if agent is not None:
+        conversation.refresh_from_db()
+        event = assignment.state_event(state=H.HUMAN, agent=agent, tenant_id=conversation.tenant_id)
+        events.publish(client, conversation_id, event,
+                       inbox=(conversation.tenant_id, inbox_feed_entry(conversation, event)))
 
 
 def conversation_claim(*, conversation: Conversation, agent) -> Conversation:
@@ -244,71 +274,13 @@ def visitor_asks_for_person(*, conversation: Conversation | None, create: dict) 
     return conversation
 
 
-OFFLINE_PER_CONVERSATION = 5  # a form, not a mailbox: enough to correct an address
-
-
-def offline_message_leave(*, conversation: Conversation, email: str, text: str) -> OfflineMessage:
-    """The widget's offline form (the visitor's own conversation, which waits for a person
-    while no agent is online): kept for the inbox, and the address kept on the
-    conversation when it had none. Raises InvalidInput."""
-    email = (email if isinstance(email, str) else "").strip()
-    try:
-        if len(email) > OfflineMessage._meta.get_field("email").max_length:
-            raise ValidationError("too long")
-        validate_email(email)
-    except ValidationError:
-        raise InvalidInput("Enter a valid e-mail address.", param="email", code="invalid_email") from None
-    text = clean_user_text(text)
-    if not conversation.with_person:
-        raise InvalidInput("This conversation is not waiting for a person.", param="conversation",
-                           code="not_with_person")
-    if conversation.offline_messages.count() >= OFFLINE_PER_CONVERSATION:
-        raise InvalidInput("This conversation has enough offline messages.", code="too_many_offline_messages")
-    with transaction.atomic():
-        msg = OfflineMessage.objects.create(tenant_id=conversation.tenant_id, conversation=conversation,
-                                            email=email, text=text)
-        Conversation.objects.filter(pk=conversation.pk, user_email="").update(user_email=email)
-    return msg
-
-
-class AlreadyAnswered(Exception):
-    code = "already_answered"
-
-    def __init__(self, offline: OfflineMessage):
-        by = display_name(offline.answered_by) if offline.answered_by else "Someone"
-        super().__init__(f"{by} already answered this message.")
-
-
-def offline_message_answer(*, offline: OfflineMessage, agent, text: str) -> OfflineMessage:
-    """Answer an offline message by e-mail to the address the visitor left. Marked
-    answered first, by one conditional UPDATE, so two agents answering at once send one
-    e-mail; a send that fails leaves it unanswered again. Raises InvalidInput,
-    AlreadyAnswered, or the mail backend's error."""
-    text = clean_user_text(text)
-    now = timezone.now()
-    if not OfflineMessage.objects.filter(pk=offline.pk, answered_at__isnull=True).update(
-            answered_at=now, answered_by=agent, answer=text):
-        offline.refresh_from_db()
-        raise AlreadyAnswered(offline)
-    tenant = offline.tenant
-    try:
-        send_mail(subject=f"Re: your message to {tenant.name}", message=f"{text}\n\n> " +
-                  "\n> ".join(offline.text.splitlines()), from_email=None, recipient_list=[offline.email])
-    except Exception:
-        OfflineMessage.objects.filter(pk=offline.pk, answered_at=now).update(answered_at=None, answered_by=None,
-                                                                             answer="")
-        raise
-    offline.refresh_from_db()
-    return offline
-
-
 def typing(*, conversation_id, who: str, name: str = "") -> None:
     """Someone is typing (not stored). `who` is "visitor" (only agents hear it) or "agent"."""
     events.publish(get_redis(), str(conversation_id), {"type": "typing", "from": who, "name": name},
                    audience=events.AGENTS if who == "visitor" else events.ALL)
 
 
-def handover_spec(*, tenant, channel: str, locale: str = "") -> dict:
+def handoff_spec(*, tenant, channel: str, locale: str = "") -> dict:
     """What the CPU tier's "asks for a person in words" check needs, for the request's
     spec: the tenant's patterns (off for the REST API, which has no one to hand over to)
     and what the assistant then says: the tenant's text while someone can take the

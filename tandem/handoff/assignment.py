@@ -11,8 +11,8 @@ Round-robin (Tenant.handover_round_robin, off by default) gives a new hand-over 
 online agent who was assigned one least recently, by the same kind of conditional
 UPDATE as a claim (`WHERE handoff = 'pending_human' AND assignee IS NULL`), so an agent
 claiming at the same moment and the round-robin make exactly one owner. Nothing here
-publishes: the callers (tandem.chat.responder, tandem.chat.reply_sink) tell the
-conversation's sockets, as they do for every change of owner."""
+publishes: the callers (tandem.handoff.states) tell the conversation's sockets, as
+they do for every change of owner."""
 
 from __future__ import annotations
 
@@ -22,14 +22,13 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from tandem.chat.models import AgentPresence, Conversation
 from tandem.chat.validation import InvalidInput
 from tandem.hours import selectors as business_hours
 from tandem.webhooks import chat_events as webhook_events
 from tenants.access import NotFound, access_list
 from tenants.membership import Can, role_can
 from tenants.models import Membership, Tenant
-
-from .models import AgentPresence, Conversation
 
 ONLINE_TTL_S = 30  # an online agent not heard from for this long is away
 SEEN_EVERY_S = 10  # at most one heartbeat write per agent and tenant this often

@@ -5,10 +5,10 @@ Signed in by the console's session (AuthMiddlewareStack, same-origin only), and 
 through tenants.membership like every console page: a tenant that is not the person's,
 or a conversation that is not the tenant's, is refused exactly as a missing one (close
 4404), and a role without Can.INBOX is closed 4403. Thin: it forwards the conversation's
-live events (tandem.chat.events), tells others when the agent types, and streams a
-suggested reply (`suggest`, tandem.chat.drafts) into the agent's reply box, never to the
+live events (tandem.handoff.events), tells others when the agent types, and streams a
+suggested reply (`suggest`, tandem.handoff.drafts) into the agent's reply box, never to the
 visitor; replies, notes, claims, assignments and resolves are the inbox's POSTs
-(views/inbox.py). An open socket is its agent's presence heartbeat (tandem.chat.assignment)."""
+(tandem.handoff.views). An open socket is its agent's presence heartbeat (tandem.handoff.assignment)."""
 
 from __future__ import annotations
 
@@ -26,14 +26,15 @@ from django.contrib import auth
 
 from inference.wire import reader
 from inference.wire.connections import async_redis
-from tandem.chat import assignment, drafts, events, responder, services
+from tandem.chat import services
 from tandem.chat.models import Conversation
 from tandem.chat.replies import ReplyFollower
 from tandem.chat.validation import InvalidInput
+from tandem.console import access_events
 from tenants import membership
 from tenants.membership import Can
 
-from . import access_events
+from . import assignment, drafts, events, states
 
 log = logging.getLogger(__name__)
 SessionStore = import_module(settings.SESSION_ENGINE).SessionStore
@@ -47,7 +48,7 @@ def _resolve(user, slug, conversation_id) -> tuple[str, str, object]:
     conv = membership.tenant_object(access, Conversation.objects.all(), what="conversation", pk=conversation_id)
     access.require(Can.INBOX)
     assignment.presence_seen(tenant=access.tenant, agent=user)
-    return str(conv.pk), responder.display_name(user), access.tenant
+    return str(conv.pk), assignment.display_name(user), access.tenant
 
 
 def _access_verdict(session_key: str, user_id: int, slug: str) -> tuple[int, str, str] | None:
@@ -175,7 +176,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
             now = time.monotonic()
             if now - self.typed_at >= 2.0:
                 self.typed_at = now
-                await database_sync_to_async(responder.typing)(
+                await database_sync_to_async(states.typing)(
                     conversation_id=self.conversation_id, who="agent", name=self.name)
 
     async def _suggest(self):
@@ -187,7 +188,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=json.dumps({"type": "draft_error", "code": "forbidden",
                                                   "detail": "Your role may no longer use the inbox."}))
             return
-        except (responder.NotYours, InvalidInput, services.QuotaRefused, services.NotFound) as exc:
+        except (states.NotYours, InvalidInput, services.QuotaRefused, services.NotFound) as exc:
             await self.send(text_data=json.dumps({"type": "draft_error", "code": getattr(exc, "code", "refused"),
                                                   "detail": str(exc)}))
             return

@@ -28,7 +28,7 @@ INBOX_MAXLEN = 200  # the tenant's inbox feed: what an agent's notifications nee
 
 def inbox_feed_key(tenant_id) -> str:
     """The tenant's inbox feed: one entry per hand-over, assignment and visitor message
-    of a conversation with a person (tandem.console.inbox_feed), for the agents'
+    of a conversation with a person (tandem.handoff.inbox_feed), for the agents'
     notifications on every console page, whichever conversation they have open."""
     return f"tandem:tenant:{tenant_id}:inbox"
 

@@ -1,6 +1,6 @@
 """The widget socket's side of a hand-over to a person (docs/protocol.md, docs/handoff.md):
 the `handoff` and `typing` frames a visitor sends, and the conversation's live events
-(`tandem.chat.events`) forwarded to them as `agent_message`, `handoff` and `typing`
+(`tandem.handoff.events`) forwarded to them as `agent_message`, `handoff` and `typing`
 frames. The consumer owns one `WidgetLive`; it watches the conversation the socket last
 sent to or restored, which the visitor was checked to own."""
 
@@ -12,9 +12,10 @@ import time
 
 from channels.db import database_sync_to_async
 
+from tandem.chat import services
 from tandem.chat.validation import InvalidInput
 
-from . import assignment, events, responder, services
+from . import assignment, events, offline, states
 
 log = logging.getLogger(__name__)
 TYPING_EVERY_S = 2.0  # at most one typing event a visitor sends on, per this many seconds
@@ -23,14 +24,14 @@ TYPING_EVERY_S = 2.0  # at most one typing event a visitor sends on, per this ma
 def _ask(*, tenant, visitor, conversation_id) -> tuple[str, dict]:
     conv = (services.conversation_get(tenant=tenant, conversation_id=conversation_id, visitor=visitor)
             if conversation_id else None)
-    conv = responder.visitor_asks_for_person(conversation=conv,
-                                             create={"tenant": tenant, **visitor.conversation_fields()})
+    conv = states.visitor_asks_for_person(conversation=conv,
+                                          create={"tenant": tenant, **visitor.conversation_fields()})
     return str(conv.pk), assignment.state_event(state=conv.handoff, agent=conv.assignee, tenant_id=tenant.pk)
 
 
 def _leave(*, tenant, visitor, conversation_id, email, text) -> None:
     conv = services.conversation_get(tenant=tenant, conversation_id=conversation_id, visitor=visitor)
-    responder.offline_message_leave(conversation=conv, email=email, text=text)
+    offline.offline_message_leave(conversation=conv, email=email, text=text)
 
 
 def widget_frame(conversation_id: str, event: dict) -> dict | None:
@@ -106,7 +107,7 @@ class WidgetLive:
         except Exception:  # Redis went away: the widget restores from history on reconnect
             log.exception("watching conversation %s failed", conversation_id)
 
-    async def held(self, exc: responder.HeldForPerson, after: str = "$") -> None:
+    async def held(self, exc: states.HeldForPerson, after: str = "$") -> None:
         """The visitor's message went to the inbox: acknowledge it (no reply follows)."""
         cid = str(exc.message.conversation_id)
         await self.consumer._send({"type": "conversation", "id": cid})
@@ -158,5 +159,5 @@ class WidgetLive:
         if now - self.typed_at < TYPING_EVERY_S:
             return
         self.typed_at = now
-        await database_sync_to_async(responder.typing)(conversation_id=self.conversation_id, who="visitor")
+        await database_sync_to_async(states.typing)(conversation_id=self.conversation_id, who="visitor")
 

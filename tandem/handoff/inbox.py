@@ -1,4 +1,4 @@
-"""Reads for the agent inbox (the console's tandem.console.views.inbox): the tenant's
+"""Reads for the agent inbox (its pages: tandem.handoff.views): the tenant's
 conversations handed to a person (filtered as the agent asks), how many wait, one
 conversation's whole transcript as an agent sees it (internal notes included), and the
 name a visitor goes by. Scoped through tenants.access like every read."""
@@ -12,12 +12,11 @@ from django.db.models import OuterRef, Q, Subquery, TextField, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from tandem.chat import search
+from tandem.chat.browsers import browser_in_words
+from tandem.chat.models import Conversation, Message, OfflineMessage
 from tenants.access import access_list
 from tenants.models import Tenant
-
-from . import search
-from .browsers import browser_in_words
-from .models import Conversation, Message, OfflineMessage
 
 H = Conversation.Handoff
 INBOX_LIMIT = 100

@@ -1,6 +1,6 @@
 """The inbox's bulk actions: several conversations ticked in the list, then one action
 for all of them (add a label, resolve, assign to an agent). Each conversation goes
-through the same service as its own page's button (tandem.chat.responder,
+through the same service as its own page's button (tandem.handoff.states,
 tandem.labels.services), so a bulk action is never a way around a rule; what one of them
 refuses (taken meanwhile, not with a person) is counted and said, not hidden."""
 
@@ -9,13 +9,14 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from tandem.chat import assignment, responder
 from tandem.chat.models import Conversation
 from tandem.chat.validation import InvalidInput
 from tandem.labels import selectors as label_selectors
 from tandem.labels import services as label_services
 from tenants.access import NotFound, access_list
 from tenants.models import Tenant
+
+from . import assignment, states
 
 ACTIONS = ("label", "resolve", "assign")
 MAX_BULK = 100  # the inbox shows at most this many
@@ -65,7 +66,7 @@ def inbox_bulk(*, tenant: Tenant, by, ids: list[str], action: str, label_id=None
         out.done = len(convs)
     elif action == "resolve":
         for c in convs:
-            if responder.conversation_resolve(conversation=c):
+            if states.conversation_resolve(conversation=c):
                 out.done += 1
             else:
                 out.skipped.append("not with a person")
@@ -73,8 +74,8 @@ def inbox_bulk(*, tenant: Tenant, by, ids: list[str], action: str, label_id=None
         to = assignment.agent_get(tenant=tenant, user_id=agent_id)  # NotFound for anyone else
         for c in convs:
             try:
-                responder.conversation_assign(conversation=c, to=to, by=by)
+                states.conversation_assign(conversation=c, to=to, by=by)
                 out.done += 1
-            except responder.Stale:
+            except states.Stale:
                 out.skipped.append("reassigned meanwhile" if c.with_person else "not with a person")
     return out

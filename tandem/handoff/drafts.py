@@ -4,7 +4,7 @@ conversation (docs/handoff.md). The draft is an ordinary request through the pip
 written at the end like any reply's), below the tenant's visitors' replies in priority,
 and its row is a Message of role `draft`: never in the visitor's transcript, never in a
 prompt, never published to the conversation's live events. Only the agent's socket
-follows its stream (tandem.console.agent_socket) into the reply box; what reaches the
+follows its stream (tandem.handoff.agent_socket) into the reply box; what reaches the
 visitor is what the agent then sends, as their own reply."""
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ from __future__ import annotations
 import uuid
 
 from inference.pipeline import api as pipeline
+from tandem.chat import services
+from tandem.chat.models import Conversation, Message
 from tandem.chat.validation import InvalidInput
 from tenants.access import access_owned
 from tenants.models import Tenant
 
-from . import responder, services
-from .models import Conversation, Message
+from . import states
+from .assignment import display_name
 
 # Below every reply a visitor waits for: the agent can write their own meanwhile.
 PRIORITY_DROP = 5
@@ -26,12 +28,12 @@ PRIORITY_DROP = 5
 def draft_request(*, tenant: Tenant, conversation_id, agent) -> tuple[Message, bool]:
     """Start a draft of the reply to the visitor's newest message: (its queued Message,
     whether a worker serves the tenant's pool now). Raises NotFound (not the tenant's),
-    responder.NotYours (not this agent's conversation), InvalidInput (nothing to answer)
+    states.NotYours (not this agent's conversation), InvalidInput (nothing to answer)
     or services.QuotaRefused."""
     tenant = Tenant.objects.select_related("quota").get(pk=tenant.pk)  # quotas as they are now
     conversation = access_owned(Conversation, "conversation", tenant=tenant, pk=conversation_id)
     if not (conversation.handoff == Conversation.Handoff.HUMAN and conversation.assignee_id == agent.pk):
-        raise responder.NotYours()
+        raise states.NotYours()
     quota = tenant.quota
     history = services.prompt_history(conversation, max_prompt_tokens=quota.max_prompt_tokens)
     while history and history[-1]["role"] != Message.Role.USER:
@@ -51,5 +53,5 @@ def draft_request(*, tenant: Tenant, conversation_id, agent) -> tuple[Message, b
         spec=spec, admission=admission,
         write_rows=lambda: Message.objects.create(id=request_id, conversation=conversation, role=Message.Role.DRAFT,
                                                   status=Message.Status.QUEUED, author=agent,
-                                                  author_name=responder.display_name(agent)))
+                                                  author_name=display_name(agent)))
     return draft, services.route_is_served(route)
