@@ -299,6 +299,9 @@ TANDEM_ACTIONS_MAX_ROUNDS = int(os.environ.get("TANDEM_ACTIONS_MAX_ROUNDS", "3")
 TANDEM_ACTIONS_MAX_TIMEOUT_S = float(os.environ.get("TANDEM_ACTIONS_MAX_TIMEOUT_S", "10"))
 TANDEM_ACTIONS_MAX_RESPONSE_BYTES = int(os.environ.get("TANDEM_ACTIONS_MAX_RESPONSE_BYTES", "65536"))
 TANDEM_ACTIONS_RESULT_CHARS = int(os.environ.get("TANDEM_ACTIONS_RESULT_CHARS", "2000"))
+# How long a REST conversation's answer waits for an action's continuation (a person's
+# approval included) before it ends with a `timeout` error (tandem.actions.stream).
+TANDEM_ACTIONS_REST_WAIT_S = float(os.environ.get("TANDEM_ACTIONS_REST_WAIT_S", "300"))
 # Memory the CPU worker may give the tenants' chunk vectors (hybrid retrieval, docs/knowledge.md).
 TANDEM_KNOWLEDGE_VECTOR_CACHE_MB = int(os.environ.get("TANDEM_KNOWLEDGE_VECTOR_CACHE_MB", "512"))
 # How many times a reply may move to another worker after its worker died (all stages

@@ -1,6 +1,6 @@
 """The rendezvous of the web tier's commit and the CPU tier's prompt, where a request
 goes on from the CPU tier to the model tiers: a meeting of two parties. (Not the human
-hand-off, which is tandem.chat.responder's.)
+hand-off, which is tandem.handoff's.)
 
 The web tier enqueues a request on the CPU tier before it writes the message rows
 (`submit.request_enqueue`), so two things happen side by side: the web tier commits

@@ -3,7 +3,7 @@
 // and/or a short sound, for a new hand-over, a conversation assigned to them, and a
 // visitor's message in one of theirs. Both are opt-in, per person and browser
 // (localStorage), switched on the inbox page (#notify-settings). The events come over
-// the inbox feed socket (/ws/agent/<tenant>/, tandem/console/inbox_feed.py), which the
+// the inbox feed socket (/ws/agent/<tenant>/, tandem/handoff/inbox_feed.py), which the
 // page opens only while one of them is on. Several tabs open: each event is announced
 // once (the feed's entry id, remembered in localStorage).
 (function () {

@@ -3,8 +3,6 @@ environment; docs/actions.md lists them)."""
 
 from __future__ import annotations
 
-import os
-
 from django.conf import settings
 
 
@@ -30,5 +28,4 @@ def result_chars() -> int:
 def rest_wait_s() -> float:
     """How long a REST reply waits for the continuation of a call (an approval included)
     before it ends with a `timeout` error (the answer then arrives in the transcript)."""
-    return float(getattr(settings, "TANDEM_ACTIONS_REST_WAIT_S", None) or os.environ.get(
-        "TANDEM_ACTIONS_REST_WAIT_S", "300"))
+    return settings.TANDEM_ACTIONS_REST_WAIT_S

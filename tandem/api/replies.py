@@ -36,6 +36,9 @@ ERROR_STATUS = {
     "expired": (503, "expired"),
     "cancelled": (409, "cancelled"),
     "stream_expired": (410, "stream_expired"),
+    # An action's result could not be answered: the tenant's quota refused the pass
+    # that continues the reply (the result is in the conversation's transcript).
+    "continuation_refused": (429, "continuation_refused"),
 }
 FINISH = {"stop": "stop", "length": "length", "context": "length", "cancelled": "stop"}
 
