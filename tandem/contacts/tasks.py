@@ -32,12 +32,17 @@ def retention_purge_task() -> dict:
     return done
 
 
+def _due_round(now) -> str:
+    """The round's name (tandem.rounds): one a day."""
+    return f"contacts:purge:{now.date().isoformat()}"
+
+
 def purge_if_due(now=None) -> bool:
     """Queue today's purge unless a worker already did; True if this call queued it."""
     from tandem.rounds import round_claim
 
     now = now or timezone.now()
-    if not round_claim(f"contacts:purge:{now.date().isoformat()}", ttl_ms=2 * 86400 * 1000):
+    if not round_claim(_due_round(now), ttl_ms=2 * 86400 * 1000):
         return False
     retention_purge_task.apply_async(queue="cpu")
     return True
