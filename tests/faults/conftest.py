@@ -34,7 +34,10 @@ SETTINGS = {**LOAD_GENERATOR_LIMITS, "TANDEM_QUEUE_TIMEOUT_S": "30", "TANDEM_STA
             "TANDEM_BROKER_VISIBILITY_TIMEOUT_S": "4"}
 
 
-@pytest.fixture(scope="session")
+# Package-scoped: it stops once the fault tests are done. Its CPU worker shares the test
+# database but not the session's Redis, so left running it would go on doing the CPU
+# tier's scheduled rounds (webhook retries among them) into a broker nobody else reads.
+@pytest.fixture(scope="package")
 def faults_platform(django_db_setup, django_db_blocker, model_dir):
     from django.db import connection
 
