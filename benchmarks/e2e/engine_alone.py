@@ -33,17 +33,15 @@ class EngineAlone:
         pin_threads([self.batcher._thread.native_id], {prefill_core})
         pin_threads([self.decode.loop._thread.native_id], {decode_core})
 
-    def ask(self, trace: Trace, ids: list[int], *, max_tokens: int, salt: str, sampling=None) -> Trace:
+    def ask(self, trace: Trace, ids: list[int], *, max_tokens: int, salt: str, sampling) -> Trace:
         """`sampling`: the engine's SamplingParams (widget_sampling: what the platform
-        samples the same message with); greedy without penalties if None."""
+        samples the same message with)."""
         from dataclasses import replace
 
         from inference.engine.decode import DecodeRequest
         from inference.engine.prefill import PrefillRequest
-        from inference.engine.sampling import SamplingParams
 
-        params = (replace(sampling, max_tokens=max_tokens) if sampling is not None else
-                  SamplingParams(temperature=0.0, top_p=1.0, top_k=0, seed=None, max_tokens=max_tokens))
+        params = replace(sampling, max_tokens=max_tokens)
         rid = trace.request_id = f"bench-{uuid.uuid4()}"
         trace.t_send = time.time()
         res = self.batcher.submit(PrefillRequest(request_id=rid, token_ids=ids, sampling=params,
