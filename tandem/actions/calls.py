@@ -1,6 +1,7 @@
 """A reply that ended with a tool call (the reply sink calls `reply_ended` inside the
 reply's finishing transaction, in whichever process finished it: usually a decode
-worker), for a widget conversation or a REST request offered the actions (offer.py).
+worker), for a widget conversation or a REST request offered the actions (offer.py,
+Message.offered_actions).
 Nothing runs here: the call is recorded, checked (the action exists and is
 enabled, the arguments validate, the visitor may trigger it, rounds remain) and then
 either waits for a person (approval) or goes to the CPU tier's `actions` queue, which
@@ -23,7 +24,6 @@ from tandem.handoff import events
 
 from . import conf, lines
 from .models import Action, ActionCall
-from .offer import was_offered
 from .queue import call_queue
 
 S = ActionCall.Status
@@ -38,7 +38,7 @@ def reply_ended(*, request_id: str, text: str) -> ActionCall | None:
     if msg is None or msg.role != Message.Role.ASSISTANT:
         return None
     conv = msg.conversation
-    if not _offered(conv, request_id):
+    if not _offered(conv, msg):
         return None
     if parsed is None:  # cut short by the token budget: settled as a failed call, the model told
         name, arguments, action = "(incomplete)", {}, None
@@ -65,19 +65,14 @@ def last_user_seq(conv: Conversation, msg: Message) -> int:
             .values_list("seq", flat=True).first() or 0)
 
 
-def _offered(conv: Conversation, request_id: str) -> bool:
+def _offered(conv: Conversation, msg: Message) -> bool:
     """A widget reply always may be a call; a REST reply only when its request was offered
-    the tenant's actions (offer.py): a /v1/chat/completions reply that starts with a call
-    is the client's own tool call, and so is one under `"actions": false`."""
+    the tenant's actions (Message.offered_actions, set as it was submitted): a
+    /v1/chat/completions reply that starts with a call is the client's own tool call,
+    and so is one under `"actions": false`."""
     if conv.channel == Conversation.Channel.WIDGET:
         return True
-    if conv.channel != Conversation.Channel.API:
-        return False
-    try:
-        return was_offered(request_id)
-    except Exception:  # Redis away: the reply stays as it was written, no call runs
-        log.exception("could not read whether request %s was offered actions", request_id)
-        return False
+    return msg.offered_actions
 
 
 def verified_user(conv: Conversation) -> bool:

@@ -62,14 +62,15 @@ def continue_after(*, call_id) -> Message | None:
         more = call.status == S.SUCCEEDED and call.round < conf.max_rounds()
         called = frozenset(ActionCall.objects.filter(conversation=conv, message__seq__gt=last_user_seq(
             conv, call.message)).values_list("name", flat=True))
-        offer_to(spec, tenant_id=tenant.pk, channel=conv.channel, choice=AUTO if more else NONE, called=called)
+        offered = offer_to(spec, tenant_id=tenant.pk, choice=AUTO if more else NONE, called=called)
         admission = services.request_admit(spec=spec, tenant=tenant, history=[m["content"] for m in history],
                                            new=[content])
 
         def write_rows() -> tuple[Message, Message]:
             tool, reply = Message.objects.bulk_create([
                 Message(conversation=conv, role=TOOL_ROLE, content=result, author_name=call.name),
-                Message(id=request_id, conversation=conv, role=Message.Role.ASSISTANT, status=Message.Status.QUEUED),
+                Message(id=request_id, conversation=conv, role=Message.Role.ASSISTANT, status=Message.Status.QUEUED,
+                        offered_actions=offered),
             ])
             ActionCall.objects.filter(pk=call.pk).update(continuation=reply)
             return tool, reply

@@ -1,4 +1,4 @@
-"""What a widget request offers the model: the tenant's enabled actions as tools, in the
+"""What a conversation's request offers the model: the tenant's enabled actions as tools, in the
 REST API's tool-call format (tandem.api.tool_calls: a system message describing them,
 and the grammar that holds a call to an action's parameters).
 
@@ -11,56 +11,26 @@ The choice, per pass:
   model answers in text, which ends the turn; a grammar keeps that text from starting
   with markup, as a small model would echo the result's tags).
 
-Where: every widget message, and the REST API's conversation messages
-(POST /api/v1/conversations/<id>/messages/) unless the request says `"actions": false`. The
-OpenAI-compatible /v1/chat/completions is never offered them (its client brings its own
-`tools`; a reply there that starts with a call is the client's). Both surfaces share
-the channel "api", so the conversations view says it is one (`offered_over_rest`) around
-its submission, and a REST request that was offered them is marked (`was_offered`): the
-reply's end (calls.py) and the view's follower (stream.py) read the mark.
+Where: the caller says (tandem.chat.services.chat_submit's `offer_actions`): the widget
+socket offers them with every message, and the REST API's conversation messages
+(POST /api/v1/conversations/<id>/messages/) unless the request says `"actions": false`.
+The OpenAI-compatible /v1/chat/completions never offers them (its client brings its own
+`tools`; a reply there that starts with a call is the client's). Whether a reply was
+offered them is stored with it (tandem.chat.models.Message.offered_actions), where the
+reply's end (calls.py) reads it.
 
-Imports no chat module: tandem.chat.services calls `offer_to` for every message."""
+Imports no chat module: tandem.chat.services calls `offer_to`."""
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 import json
 
-from inference.wire.connections import get_redis
 from tandem.api import tool_calls
 
 from .models import Action
 
 AUTO, NONE = "auto", "none"
-WIDGET, API = "widget", "api"  # tandem.chat.models.Conversation.Channel's values
-MARK_TTL_S = 3600  # a request's own lifetime in Redis at most (inference.wire.spec.REQUEST_TTL_S)
-
-# Set by the REST conversations view around chat_submit (which it cannot pass a flag
-# through): True offers this REST request the tenant's actions.
-_rest_offer: contextvars.ContextVar[bool] = contextvars.ContextVar("tandem_actions_rest_offer", default=False)
-
-
-@contextlib.contextmanager
-def offered_over_rest(enabled: bool = True):
-    """The REST conversation message submitted inside is offered the tenant's actions
-    (`enabled` False: the request's `"actions": false`)."""
-    token = _rest_offer.set(enabled)
-    try:
-        yield
-    finally:
-        _rest_offer.reset(token)
-
-
-def _mark_key(request_id: str) -> str:
-    return f"tandem:actions:offered:{request_id}"
-
-
-def was_offered(request_id: str) -> bool:
-    """Whether the REST request `request_id` was offered the tenant's actions (a reply of
-    it that starts with a call is an action call, not a client's tool call)."""
-    return bool(get_redis().exists(_mark_key(str(request_id))))
 
 
 def functions(actions: list[Action]) -> list[dict]:
@@ -92,20 +62,16 @@ def _compiled(tools_json: str, choice_json: str) -> tuple[str, str]:
     return tool_calls.system_prompt(data), tool_calls.grammar(data)
 
 
-def offer_to(spec, *, tenant_id: int, channel: str, text: str | None = None, choice: str | dict | None = None,
+def offer_to(spec, *, tenant_id: int, text: str | None = None, choice: str | dict | None = None,
              called: frozenset[str] = frozenset()) -> bool:
     """Offer the tenant's enabled actions to the request `spec` (a RequestSpec not yet
-    admitted): its grammar set, the tools' system message put first. `text`: the
-    visitor's message, for trigger phrases (first pass); `choice`: the choice itself
-    (a continuation); `called`: actions already called for this visitor message, not
-    offered again (a small model asked again tends to repeat its call). True when tools
-    were offered."""
-    if channel == API:
-        # A continuation (`choice` set) follows a call this conversation was offered.
-        if choice is None and not _rest_offer.get():
-            return False
-    elif channel != WIDGET:
-        return False
+    admitted): its grammar set, the tools' system message put first. Called only for a
+    request its caller offers them to (a first pass), or for the continuation of a
+    call (which that offer made). `text`: the visitor's message, for trigger phrases
+    (first pass); `choice`: the choice itself (a continuation); `called`: actions
+    already called for this visitor message, not offered again (a small model asked
+    again tends to repeat its call). True when tools were offered: the caller stores
+    it on the reply's row (Message.offered_actions)."""
     actions = [] if choice == NONE else [
         a for a in Action.objects.filter(tenant_id=tenant_id, enabled=True) if a.name not in called]
     if not actions:
@@ -117,7 +83,4 @@ def offer_to(spec, *, tenant_id: int, channel: str, text: str | None = None, cho
     system, grammar = _compiled(json.dumps(functions(actions), sort_keys=True), json.dumps(choice, sort_keys=True))
     spec.sampling.grammar = grammar
     spec.prompt_messages = [{"role": "system", "content": system}, *spec.prompt_messages]
-    if channel == API:
-        # Before admission: a refused request leaves only this mark, which expires.
-        get_redis().set(_mark_key(spec.request_id), "1", ex=MARK_TTL_S)
     return True

@@ -6,7 +6,10 @@ approvals do the work."""
 
 from __future__ import annotations
 
+import uuid
+
 from django.contrib import messages
+from django.http import HttpResponseBadRequest
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -87,10 +90,17 @@ def action_delete(request, access, action):
 
 @tenant_page(read=Can.INBOX, methods=("GET",))
 def approvals_partial(request, access):
-    """The cards awaiting a decision (all, or one conversation's), which inbox pages poll."""
+    """The cards awaiting a decision (all, or one conversation's), which inbox pages poll.
+    A `conversation` that is no conversation id is a 400 (the query would refuse it)."""
+    conversation_id = request.GET.get("conversation") or None
+    if conversation_id is not None:
+        try:
+            conversation_id = uuid.UUID(conversation_id)
+        except ValueError:
+            return HttpResponseBadRequest("conversation must be a conversation's id (a UUID).",
+                                          content_type="text/plain; charset=utf-8")
     return render_page(request, "actions/approvals.html",
-                       {"calls": selectors.awaiting_approval(tenant=access.tenant,
-                                                             conversation_id=request.GET.get("conversation") or None),
+                       {"calls": selectors.awaiting_approval(tenant=access.tenant, conversation_id=conversation_id),
                         "next": request.GET.get("next", "")}, access=access)
 
 

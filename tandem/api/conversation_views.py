@@ -17,7 +17,6 @@ from drf_spectacular.utils import extend_schema
 
 from inference.wire.connections import get_redis
 from knowledge.selectors import citations_for
-from tandem.actions import offer as action_offer
 from tandem.actions.stream import TurnFollower
 from tandem.actions.transcript import rest_fields
 from tandem.chat import services
@@ -145,16 +144,13 @@ class ConversationMessagesView(AsyncAPIView):
             presence_penalty=data.get("presence_penalty"), top_p=data.get("top_p"),
             repetition_penalty=data.get("repetition_penalty"))
 
-        def submit():
-            with action_offer.offered_over_rest(data["actions"]):
-                sub = submit_or_raise(
-                    api_key=api_key, messages=[("user", data["content"])], conversation_id=conversation_id,
-                    channel=Conversation.Channel.API, sampling=sampling, input_param="content")
-            # Offered only when the tenant has an enabled action (and the request allowed it).
-            return sub, data["actions"] and action_offer.was_offered(sub.assistant_message.pk)
-
-        sub, offered = await sync_to_async(submit)()
-        reply = (TurnReply if offered else Reply)([sub], completion_id=f"msg-{sub.assistant_message.pk}")
+        sub = await sync_to_async(submit_or_raise)(
+            api_key=api_key, messages=[("user", data["content"])], conversation_id=conversation_id,
+            channel=Conversation.Channel.API, sampling=sampling, input_param="content",
+            offer_actions=data["actions"])
+        # Offered only when the tenant has an enabled action (and the request allowed it).
+        follow = TurnReply if sub.assistant_message.offered_actions else Reply
+        reply = follow([sub], completion_id=f"msg-{sub.assistant_message.pk}")
         if data.get("stream"):
             return await reply.stream(include_usage=True)
         return await reply.complete()

@@ -6,7 +6,9 @@ chunk (the one with the finish reason, and the usage chunk after it when asked f
 
 The answer waits for the request's first stream record before choosing a status, so a
 request that fails before its first token (prompt too long, no worker) gets a proper
-HTTP error instead of a 200 stream that breaks."""
+HTTP error instead of a 200 stream that breaks; but no longer than one SSE keep-alive
+interval (tandem.api.keepalive): after that the stream starts, silences carry keep-alive
+comments, and a failure comes in-band."""
 
 from __future__ import annotations
 
@@ -14,14 +16,17 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 
+from asgiref.sync import ThreadSensitiveContext
 from django.conf import settings
+from django.db import connections
 from django.http import JsonResponse, StreamingHttpResponse
 
 from tandem.chat.replies import ReplyFollower
 from tandem.chat.services import Submission
 
-from . import tool_calls
+from . import keepalive, tool_calls
 from .errors import ApiError
 
 # Failure codes from the pipeline → HTTP status.
@@ -130,14 +135,31 @@ class Reply:
     async def stream(self, *, include_usage: bool) -> StreamingHttpResponse:
         followers = self._followers()
         iters = [f.records() for f in followers]
+        # The status waits for the first records, but no longer than one keep-alive
+        # interval: a longer silence (the queue, an action's approval) is spent inside a
+        # 200 stream that keeps the connection alive, and a failure after it is in-band.
+        opening = asyncio.ensure_future(_opening([self._first(it) for it in iters]))
         try:
-            firsts = await asyncio.gather(*(self._first(it) for it in iters))
+            done, _ = await asyncio.wait({opening}, timeout=keepalive.interval_s())
+            if done:
+                opening.result()
+            late = not done
         except BaseException:
+            opening.cancel()
             await asyncio.gather(*(f.cancel() for f in followers), return_exceptions=True)
             raise
 
         async def events():
             try:
+                if late:  # already silent for an interval: the first keep-alive is due
+                    yield keepalive.COMMENT
+                try:
+                    firsts = await opening
+                except ApiError as exc:
+                    yield _sse_error(exc.code, exc.message)
+                    await asyncio.gather(*(f.cancel() for f in followers), return_exceptions=True)
+                    yield "data: [DONE]\n\n"
+                    return
                 for index in range(len(iters)):
                     yield self._chunk(index, {"role": "assistant", "content": ""}, include_usage=include_usage)
                 calls = ([tool_calls.StreamedCalls(rid) for rid in self.request_ids] if self.tools
@@ -158,8 +180,7 @@ class Reply:
                             pending[index] = []
                     elif rec["type"] == "error":
                         # Headers are gone: report in-band, as OpenAI does mid-stream.
-                        yield _sse({"error": {"message": rec["message"], "type": "server_error",
-                                              "param": None, "code": rec["code"]}})
+                        yield _sse_error(rec["code"], rec["message"])
                         await asyncio.gather(*(f.cancel() for f in followers), return_exceptions=True)
                         break
                     elif rec["type"] == "end":
@@ -181,10 +202,11 @@ class Reply:
                 yield "data: [DONE]\n\n"
             except (asyncio.CancelledError, GeneratorExit):
                 # The client disconnected: cancel the requests.
+                opening.cancel()
                 await asyncio.gather(*(f.cancel() for f in followers), return_exceptions=True)
                 raise
 
-        resp = StreamingHttpResponse(events(), content_type="text/event-stream")
+        resp = StreamingHttpResponse(keepalive.with_keepalive(events()), content_type="text/event-stream")
         resp["Cache-Control"] = "no-cache"
         resp["X-Accel-Buffering"] = "no"
         for k, v in self.headers.items():
@@ -217,6 +239,29 @@ def _usage(ends: list[dict]) -> dict:
     first = ends[0]["usage"]
     completion = sum(e["usage"]["completion_tokens"] for e in ends)
     return {**first, "completion_tokens": completion, "total_tokens": first["prompt_tokens"] + completion}
+
+
+async def _opening(firsts: list) -> list[list[dict]]:
+    """The choices' first records, awaited by a task that may outlive the view (a late
+    stream's opening is read on while the response is sent). The view runs inside the
+    sync middleware's AsyncToSync call, whose thread refuses work once the view returns,
+    so this task's thread-sensitive calls (a follower's database lookups) go to a thread
+    of its own, whose database connection closes with it."""
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stream-opening")
+    try:
+        async with ThreadSensitiveContext(executor=executor):
+            tasks = [asyncio.ensure_future(first) for first in firsts]
+            try:
+                return await asyncio.gather(*tasks)
+            except BaseException:
+                # Its tasks must end inside the context (the other choices of a failed one).
+                for task in tasks:
+                    task.cancel()
+                await asyncio.wait(tasks)
+                raise
+    finally:
+        await asyncio.get_running_loop().run_in_executor(executor, connections.close_all)
+        executor.shutdown(wait=False)
 
 
 async def _chain(first: list[dict], rest):
@@ -264,3 +309,8 @@ async def _merge(sources: list) -> AsyncIterator[tuple[int, dict]]:
 
 def _sse(obj: dict) -> str:
     return f"data: {json.dumps(obj, separators=(',', ':'))}\n\n"
+
+
+def _sse_error(code: str, message: str) -> str:
+    """A failure once the headers are gone: in-band, as OpenAI reports one mid-stream."""
+    return _sse({"error": {"message": message, "type": "server_error", "param": None, "code": code}})

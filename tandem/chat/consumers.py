@@ -218,7 +218,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 api_key=self.api_key, messages=[("user", frame.get("text"))], sampling=sampling,
                 conversation_id=conversation, channel=Conversation.Channel.WIDGET,
                 visitor=self.visitor, key_version=self.key_version, refresh_key=refresh,
-                client_ip=self.client_ip, locale=self.locale,
+                client_ip=self.client_ip, locale=self.locale, offer_actions=True,
             )
         except (AuthenticationFailed, IdentityRefused) as exc:
             # Revoked, its tenant deactivated, or the visitor's identity no longer verifies

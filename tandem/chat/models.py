@@ -134,6 +134,12 @@ class Message(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     finish_reason = models.CharField(max_length=32, blank=True, default="")
+    # An assistant reply whose request was offered the tenant's actions as tools
+    # (tandem.actions.offer): only then is a REST reply that starts with a call an action
+    # call (tandem.actions.calls), not a /v1/chat/completions client's own tool call.
+    # Stored on the row because the reply's end reads that row anyway, and it outlives
+    # the request's spec in Redis.
+    offered_actions = models.BooleanField(default=False)
     error = models.TextField(blank=True, default="")
     ttft_ms = models.FloatField(null=True, blank=True)
     duration_ms = models.FloatField(null=True, blank=True)

@@ -164,6 +164,7 @@ def chat_submit(
     visitor: Visitor | None = None,
     client_ip: str = "",
     locale: str = "",
+    offer_actions: bool = False,
 ) -> Submission:
     """Append `messages` (the last one from the user) to a conversation, create the
     queued assistant message and enqueue the request. Raises InvalidInput, NotFound,
@@ -179,7 +180,10 @@ def chat_submit(
     the same round trip, and the key is read again when a change was counted since.
     `refresh_key` reads it again regardless (the copy's maximum age). The submission
     carries the key it used and that key's version. `locale`: the visitor's language as
-    the widget sends it, which the assistant is asked to answer in."""
+    the widget sends it, which the assistant is asked to answer in. `offer_actions`: the
+    tenant's actions are offered to the model as tools (tandem.actions.offer; the widget
+    socket and REST conversation messages, never /v1/chat/completions); the reply's row
+    records whether they were (Message.offered_actions)."""
     if not messages or messages[-1][0] != Message.Role.USER:
         raise InvalidInput("The last message must be from the user.", param="messages")
     cleaned = [(role, clean_user_text(text)) for role, text in messages]
@@ -213,7 +217,7 @@ def chat_submit(
             api_key_id=api_key.pk, sampling=sampling,
             prompt_messages=history + [{"role": role, "content": text} for role, text in cleaned],
             handover=handoff.handoff_spec(tenant=tenant, channel=channel, locale=locale), locale=locale)
-        action_offer.offer_to(spec, tenant_id=tenant.pk, channel=channel, text=cleaned[-1][1])  # actions as tools
+        offered = offer_actions and action_offer.offer_to(spec, tenant_id=tenant.pk, text=cleaned[-1][1])
         checked = key_version is not None and attempt < 2  # the last try reads and admits unchecked
         admission = request_admit(
             spec=spec, tenant=tenant, history=[m["content"] for m in history], new=[t for _, t in cleaned],
@@ -237,7 +241,7 @@ def chat_submit(
             stored = conversation
             stored.save(update_fields=["updated_at"])  # a new one is created with it set
         assistant = Message(id=request_id, conversation=stored, role=Message.Role.ASSISTANT,
-                            status=Message.Status.QUEUED)
+                            status=Message.Status.QUEUED, offered_actions=offered)
         rows = Message.objects.bulk_create(
             [*(Message(conversation=stored, role=role, content=text) for role, text in cleaned), assistant])
         if conversation is None:

@@ -3,6 +3,8 @@ harness (tandem.evals), added to console/urls.py's patterns under the tenant's p
 
 from django.urls import path
 
+from tandem import url_converters  # noqa: F401 - registers <id:…>, used below
+
 from .views import assistant_draft, evals, try_assistant
 
 T = "console/t/<slug:slug>/"
@@ -16,10 +18,10 @@ urlpatterns = [
     path(T + "assistant/try/replies/<uuid:message_id>/", try_assistant.try_reply, name="assistant_try_reply"),
     path(T + "assistant/evals/", evals.evals, name="evals"),
     path(T + "assistant/evals/cases/new/", evals.case_create, name="eval_case_create"),
-    path(T + "assistant/evals/cases/<int:case_id>/", evals.case_edit, name="eval_case"),
-    path(T + "assistant/evals/cases/<int:case_id>/delete/", evals.case_delete, name="eval_case_delete"),
+    path(T + "assistant/evals/cases/<id:case_id>/", evals.case_edit, name="eval_case"),
+    path(T + "assistant/evals/cases/<id:case_id>/delete/", evals.case_delete, name="eval_case_delete"),
     path(T + "assistant/evals/runs/", evals.run_start, name="eval_run_start"),
-    path(T + "assistant/evals/runs/<int:run_id>/", evals.run_detail, name="eval_run"),
-    path(T + "assistant/evals/runs/<int:run_id>/progress/", evals.run_progress, name="eval_run_progress"),
+    path(T + "assistant/evals/runs/<id:run_id>/", evals.run_detail, name="eval_run"),
+    path(T + "assistant/evals/runs/<id:run_id>/progress/", evals.run_progress, name="eval_run_progress"),
     path(T + "assistant/evals/compare/", evals.runs_compare, name="eval_compare"),
 ]

@@ -4,6 +4,7 @@ views/base.py), which tests/console/test_idor.py checks for every pattern here."
 
 from django.urls import path
 
+from tandem import url_converters  # noqa: F401 - registers <id:…>, used below
 from tandem.actions import urls as actions_urls
 from tandem.attachments import console as attachments_console
 from tandem.contacts import views as contacts
@@ -54,13 +55,13 @@ urlpatterns = [
     path("console/hardware/", hardware.hardware, name="hardware"),
     path("console/hardware/live/", hardware.hardware_live, name="hardware_live"),
     path("console/hardware/pools/new/", hardware.pool_create, name="pool_create"),
-    path("console/hardware/pools/<int:pool_id>/", hardware.pool_edit, name="pool_edit"),
+    path("console/hardware/pools/<id:pool_id>/", hardware.pool_edit, name="pool_edit"),
 
     path("console/audit/", audit.audit_all, name="audit"),
 
     path("console/invitations/", invitations.my_invitations, name="invitations"),
-    path("console/invitations/<int:invitation_id>/accept/", invitations.invitation_accept, name="invitation_accept"),
-    path("console/invitations/<int:invitation_id>/decline/", invitations.invitation_decline,
+    path("console/invitations/<id:invitation_id>/accept/", invitations.invitation_accept, name="invitation_accept"),
+    path("console/invitations/<id:invitation_id>/decline/", invitations.invitation_decline,
          name="invitation_decline"),
     path("console/invite/<str:token>/", invitations.invitation_link, name="invitation_link"),
 
@@ -75,8 +76,8 @@ urlpatterns = [
     path(T + "install/copied/", install.install_copied, name="install_copied"),
     path(T + "keys/", keys.keys, name="keys"),
     path(T + "keys/new/", keys.key_create, name="key_create"),
-    path(T + "keys/<int:key_id>/revoke/", keys.key_revoke, name="key_revoke"),
-    path(T + "keys/<int:key_id>/origins/", keys.key_origins, name="key_origins"),
+    path(T + "keys/<id:key_id>/revoke/", keys.key_revoke, name="key_revoke"),
+    path(T + "keys/<id:key_id>/origins/", keys.key_origins, name="key_origins"),
     path(T + "assistant/", assistant.assistant, name="assistant"),
     path(T + "assistant/preview/", assistant.assistant_preview, name="assistant_preview"),
     path(T + "assistant/hours/", hours.business_hours, name="business_hours"),
@@ -109,7 +110,7 @@ urlpatterns = [
          name="knowledge_source_delete"),
     path(T + "knowledge/sources/<uuid:source_id>/files/", knowledge_sources.source_file_add,
          name="knowledge_source_file_add"),
-    path(T + "knowledge/sources/<uuid:source_id>/files/<int:file_id>/remove/", knowledge_sources.source_file_remove,
+    path(T + "knowledge/sources/<uuid:source_id>/files/<id:file_id>/remove/", knowledge_sources.source_file_remove,
          name="knowledge_source_file_remove"),
     path(T + "knowledge/<uuid:article_id>/", knowledge.article_edit, name="article_edit"),
     path(T + "knowledge/<uuid:article_id>/delete/", knowledge.article_delete, name="article_delete"),
@@ -129,24 +130,24 @@ urlpatterns = [
     path(T + "inbox/rows/", inbox.inbox_rows, name="inbox_rows"),
     path(T + "inbox/count/", inbox.inbox_count, name="inbox_count"),
     path(T + "inbox/replies/", saved_replies.saved_replies, name="saved_replies"),
-    path(T + "inbox/replies/<int:saved_reply_id>/delete/", saved_replies.saved_reply_delete,
+    path(T + "inbox/replies/<id:saved_reply_id>/delete/", saved_replies.saved_reply_delete,
          name="saved_reply_delete"),
     path(T + "inbox/<uuid:conversation_id>/replies/", saved_replies.saved_reply_matches, name="saved_reply_matches"),
     path(T + "inbox/presence/", inbox.inbox_presence, name="inbox_presence"),
     path(T + "inbox/labels/", inbox_labels.labels, name="inbox_labels"),
-    path(T + "inbox/labels/<int:label_id>/edit/", inbox_labels.label_edit, name="inbox_label_edit"),
-    path(T + "inbox/labels/<int:label_id>/delete/", inbox_labels.label_delete, name="inbox_label_delete"),
+    path(T + "inbox/labels/<id:label_id>/edit/", inbox_labels.label_edit, name="inbox_label_edit"),
+    path(T + "inbox/labels/<id:label_id>/delete/", inbox_labels.label_delete, name="inbox_label_delete"),
     path(T + "inbox/bulk/", inbox.inbox_bulk_action, name="inbox_bulk"),
     path(T + "inbox/<uuid:conversation_id>/labels/", inbox_labels.inbox_conversation_labels,
          name="inbox_conversation_labels"),
-    path(T + "inbox/offline/<int:offline_id>/answer/", inbox.inbox_offline_answer, name="inbox_offline_answer"),
+    path(T + "inbox/offline/<id:offline_id>/answer/", inbox.inbox_offline_answer, name="inbox_offline_answer"),
     path(T + "inbox/<uuid:conversation_id>/", inbox.inbox_conversation, name="inbox_conversation"),
     *(path(T + f"inbox/<uuid:conversation_id>/{action}/", inbox.inbox_action, {"action": action},
            name=f"inbox_{action}") for action in ("claim", "assign", "resolve", "reply", "note")),
     path(T + "members/", members.members, name="members"),
-    path(T + "members/<int:membership_id>/role/", members.member_role, name="member_role"),
-    path(T + "members/<int:membership_id>/remove/", members.member_remove, name="member_remove"),
-    path(T + "members/invitations/<int:invitation_id>/revoke/", members.invitation_revoke,
+    path(T + "members/<id:membership_id>/role/", members.member_role, name="member_role"),
+    path(T + "members/<id:membership_id>/remove/", members.member_remove, name="member_remove"),
+    path(T + "members/invitations/<id:invitation_id>/revoke/", members.invitation_revoke,
          name="invitation_revoke"),
     path(T + "audit/", audit.tenant_audit, name="tenant_audit"),
     path(T + "privacy/", contacts.privacy, name="privacy"),

@@ -3,22 +3,20 @@ NotFound, like a missing one), and two runs side by side."""
 
 from __future__ import annotations
 
+from tandem.url_converters import row_id
 from tenants.access import NotFound, access_list
 from tenants.models import Tenant
 
 from .models import EvalCase, EvalResult, EvalRun
 
 RUNS_SHOWN = 50
-BIGINT_LIMIT = 2**63
 
 
 def _by_int_id(model, what: str, *, tenant: Tenant, pk):
     try:
-        pk = int(str(pk))
+        pk = row_id(pk)  # out of range too: the database would refuse the query (a 500), not find nothing
     except (TypeError, ValueError):
         raise NotFound(what) from None
-    if not 0 < pk < BIGINT_LIMIT:  # the database would refuse the query (a 500), not find nothing
-        raise NotFound(what)
     row = access_list(model, tenant=tenant).filter(pk=pk).first()
     if row is None:
         raise NotFound(what)

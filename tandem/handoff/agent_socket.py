@@ -72,39 +72,43 @@ def _draft(user, tenant, conversation_id):
     return drafts.draft_request(tenant=tenant, conversation_id=conversation_id, agent=user)
 
 
-class AgentConsumer(AsyncWebsocketConsumer):
+class AgentSocket(AsyncWebsocketConsumer):
+    """What the console's agent sockets share (AgentConsumer below, and InboxFeedConsumer
+    in tandem.handoff.inbox_feed): signed in, resolved through tenants.membership or
+    refused, their person's access watched, and one stream of their own followed. Each
+    one's connect is `_open`, the mark of its own stream, then `_start`."""
+
     channel_layer_alias = "tandem-consumers-use-no-layer"
 
-    async def connect(self):
-        """Everything the socket follows is marked before the handshake completes: an event
-        (a claim, a message) that lands the moment the client is connected is delivered,
-        never lost between the accept and the first read."""
-        self.task, self.redis, self.conversation_id, self.draft = None, None, None, None
-        self.access_task = None
+    async def _open(self, resolve, *, missing: tuple[str, str]):
+        """`resolve(user)` (in a thread) for a signed-in person, after their access stream
+        is marked: its result, or None once the socket was refused (a NotVisible says
+        `missing`, an error code and its text)."""
+        self.task, self.access_task, self.redis = None, None, None
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self._refuse(CLOSE_UNAUTHORIZED, "not_signed_in", "Sign in to the console first.")
-            return
-        kw = self.scope["url_route"]["kwargs"]
-        self.redis = async_redis()
+            return None
+        self.user, self.redis = user, async_redis()
         # Where to follow the person's access changes from, read before their access is:
         # a change that lands after this read closes the socket (access_events).
-        access_mark = await reader.last_id(self.redis, access_events.key(user.pk))
+        self.access_mark = await reader.last_id(self.redis, access_events.key(user.pk))
         try:
-            self.user = user
-            self.conversation_id, self.name, self.tenant = await database_sync_to_async(_resolve)(
-                user, kw["slug"], kw["conversation_id"])
+            return await database_sync_to_async(resolve)(user)
         except membership.NotAllowed:
             await self._refuse(CLOSE_FORBIDDEN, "forbidden", "Your role may not use the inbox.")
-            return
         except membership.NotVisible:
-            await self._refuse(CLOSE_NOT_FOUND, "conversation_not_found", "No such conversation.")
-            return
-        events_mark = await events.last_id(self.redis, self.conversation_id)
+            await self._refuse(CLOSE_NOT_FOUND, *missing)
+        return None
+
+    async def _start(self, follow, after: str) -> None:
+        """Accept the handshake, then tail the socket's own stream (`follow(after)`) and its
+        person's access stream, each from the mark read before the accept: an event (a
+        claim, a message) that lands the moment the client is connected is delivered,
+        never lost between the accept and the first read."""
         await self.accept()
-        self.typed_at = 0.0
-        self.task = asyncio.create_task(self._forward(events_mark))
-        self.access_task = asyncio.create_task(self._watch_access(access_mark))
+        self.task = asyncio.create_task(follow(after))
+        self.access_task = asyncio.create_task(self._watch_access(self.access_mark))
 
     async def _refuse(self, code: int, error: str, text: str):
         """Accept only to say why, then close (a refused handshake carries no reason)."""
@@ -116,7 +120,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
         await self.close(code=code)
 
     async def disconnect(self, code):
-        for task in (self.task, self.draft, self.access_task):
+        for task in (self.task, self.access_task):
             if task:
                 task.cancel()
 
@@ -144,6 +148,26 @@ class AgentConsumer(AsyncWebsocketConsumer):
             pass
         finally:
             follower.close()
+
+
+class AgentConsumer(AgentSocket):
+    """One conversation, live: its events, the agent's typing, suggested replies."""
+
+    async def connect(self):
+        self.conversation_id, self.draft, self.typed_at = None, None, 0.0
+        kw = self.scope["url_route"]["kwargs"]
+        resolved = await self._open(lambda user: _resolve(user, kw["slug"], kw["conversation_id"]),
+                                    missing=("conversation_not_found", "No such conversation."))
+        if resolved is None:
+            return
+        self.conversation_id, self.name, self.tenant = resolved
+        events_mark = await events.last_id(self.redis, self.conversation_id)
+        await self._start(self._forward, events_mark)
+
+    async def disconnect(self, code):
+        if self.draft:
+            self.draft.cancel()
+        await super().disconnect(code)
 
     async def _forward(self, after: str):
         try:

@@ -25,6 +25,7 @@ from django.utils import timezone
 from tandem.chat.models import AgentPresence, Conversation
 from tandem.chat.validation import InvalidInput
 from tandem.hours import selectors as business_hours
+from tandem.url_converters import row_id
 from tandem.webhooks import chat_events as webhook_events
 from tenants.access import NotFound, access_list
 from tenants.membership import Can, role_can
@@ -94,7 +95,7 @@ def agent_get(*, tenant: Tenant, user_id):
     anyone else (another tenant's member, a viewer, a malformed id) alike."""
     try:
         m = (access_list(Membership, tenant=tenant).filter(role__in=INBOX_ROLES, user__is_active=True,
-                                                            user_id=int(user_id)).select_related("user").first())
+                                                            user_id=row_id(user_id)).select_related("user").first())
     except (TypeError, ValueError):
         m = None
     if m is None:

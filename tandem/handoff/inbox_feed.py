@@ -22,13 +22,11 @@ from channels.db import database_sync_to_async
 from django.urls import reverse
 
 from inference.wire import reader
-from inference.wire.connections import async_redis
-from tandem.console import access_events
 from tenants import membership
 from tenants.membership import Can
 
 from . import assignment, events
-from .agent_socket import CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, CLOSE_UNAUTHORIZED, AgentConsumer
+from .agent_socket import AgentSocket
 
 log = logging.getLogger(__name__)
 IDLE_S = 20.0
@@ -59,36 +57,22 @@ def frame_for(entry_id: str, entry: dict, *, user_id: int, slug: str) -> dict | 
             "url": reverse("console:inbox_conversation", kwargs={"slug": slug, "conversation_id": cid})}
 
 
-class InboxFeedConsumer(AgentConsumer):
-    """The conversation socket's access watch and close, with a feed instead of a
-    transcript: it takes no frames."""
+class InboxFeedConsumer(AgentSocket):
+    """The conversation socket's sign-in, access watch and close, with a feed instead of
+    a transcript: it takes no frames."""
 
     async def connect(self):
-        self.task, self.redis, self.conversation_id, self.draft, self.access_task = None, None, None, None, None
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self._refuse(CLOSE_UNAUTHORIZED, "not_signed_in", "Sign in to the console first.")
+        slug = self.scope["url_route"]["kwargs"]["slug"]
+        self.tenant = await self._open(lambda user: _resolve(user, slug),
+                                       missing=("tenant_not_found", "No such tenant."))
+        if self.tenant is None:
             return
-        self.redis = async_redis()
-        access_mark = await reader.last_id(self.redis, access_events.key(user.pk))
-        try:
-            self.user = user
-            self.tenant = await database_sync_to_async(_resolve)(user, self.scope["url_route"]["kwargs"]["slug"])
-        except membership.NotAllowed:
-            await self._refuse(CLOSE_FORBIDDEN, "forbidden", "Your role may not use the inbox.")
-            return
-        except membership.NotVisible:
-            await self._refuse(CLOSE_NOT_FOUND, "tenant_not_found", "No such tenant.")
-            return
-        key = events.inbox_feed_key(self.tenant.pk)
-        feed_mark = await reader.last_id(self.redis, key)
-        await self.accept()
-        self.task = asyncio.create_task(self._feed(key, feed_mark))
-        self.access_task = asyncio.create_task(self._watch_access(access_mark))
+        feed_mark = await reader.last_id(self.redis, events.inbox_feed_key(self.tenant.pk))
+        await self._start(self._feed, feed_mark)
         await self.send(text_data=json.dumps({"type": "ready"}))
 
-    async def _feed(self, key: str, after: str):
-        follower = reader.loop_reader().follow(key, after=after)
+    async def _feed(self, after: str):
+        follower = reader.loop_reader().follow(events.inbox_feed_key(self.tenant.pk), after=after)
         try:
             while True:
                 entries = await follower.next(IDLE_S)

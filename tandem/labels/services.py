@@ -10,6 +10,7 @@ from django.db import IntegrityError, transaction
 
 from tandem.chat.models import Conversation
 from tandem.chat.validation import InvalidInput
+from tandem.url_converters import row_id
 from tenants import audit
 from tenants.access import NotFound, access_list
 from tenants.models import Tenant
@@ -76,7 +77,7 @@ def labels_resolve(*, tenant: Tenant, ids: Iterable) -> list[Label]:
     wanted = set()
     for i in ids:
         try:
-            wanted.add(int(i))
+            wanted.add(row_id(i))  # out of range too: SQLite would refuse the query
         except (TypeError, ValueError):
             raise NotFound("label") from None
     found = list(access_list(Label, tenant=tenant).filter(pk__in=wanted))

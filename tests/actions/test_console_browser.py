@@ -14,8 +14,8 @@ from tandem.actions.models import Action, ActionCall
 from tandem.chat.models import Conversation
 from tenants.models import Membership
 from tests.actions.helpers import action_ids
+from tests.browser import signed_in
 from tests.console.conftest import user
-from tests.console.test_browser import sign_in
 from tests.factories import make_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -36,13 +36,7 @@ def test_an_admin_adds_an_action_and_an_agent_approves_a_call_from_the_inbox(liv
     Membership.objects.create(user=admin, tenant=tenant, role="admin")
     Membership.objects.create(user=agent, tenant=tenant, role="agent")
 
-    class Site:
-        base_url = live_server.url
-
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    context.set_default_timeout(20_000)
-    page = context.new_page()
-    sign_in(page, Site, "ada")
+    page = signed_in(browser, live_server.url, "ada", viewport={"width": 1280, "height": 1000})
     page.goto(f"{live_server.url}/console/t/shop/")
     page.get_by_role("link", name="Actions", exact=True).click()
     form = page.get_by_role("form", name="Add an action")
@@ -72,8 +66,7 @@ def test_an_admin_adds_an_action_and_an_agent_approves_a_call_from_the_inbox(liv
 
     conversation = Conversation.objects.create(tenant=tenant, channel="widget", visitor_id="v-1")
     ids = action_ids(tenant, conversation)
-    agent_page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-    sign_in(agent_page, Site, "grace")
+    agent_page = signed_in(browser, live_server.url, "grace")
     agent_page.goto(f"{live_server.url}/console/t/shop/inbox/")
     card = agent_page.get_by_role("article", name="Approval: order_status")
     expect(card).to_be_visible()
@@ -84,4 +77,5 @@ def test_an_admin_adds_an_action_and_an_agent_approves_a_call_from_the_inbox(liv
     expect(agent_page.get_by_role("article", name="Approval: order_status")).to_have_count(0)
     call = ActionCall.objects.get(pk=ids["call_id"])
     assert call.status == "queued" and call.decided_by == agent
-    context.close()
+    agent_page.context.close()
+    page.context.close()

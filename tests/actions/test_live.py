@@ -7,28 +7,16 @@ from __future__ import annotations
 
 import pytest
 
-from tandem.actions import services
 from tandem.actions.models import ActionCall
 from tandem.chat.models import Conversation
 from tenants import keys
 from tenants.models import AuditLog, Tenant, UsageRecord
 from tenants.services import tenant_identity_secret_rotate
+from tests.actions.live import action, refund_awaiting_approval
 from tests.factories import make_tenant
-from tests.platform_fixtures import signed_in_agent
 from tests.widget.test_socket import widget_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.real_model]
-
-ORDER = {"type": "object", "properties": {"order_id": {"type": "string", "maxLength": 8}},
-         "required": ["order_id"], "additionalProperties": False}
-
-
-def action(tenant, endpoint, **fields):
-    base = {"name": "order_status", "description": "Look up an order's delivery state by its id.",
-            "status_text": "Looking up your order…", "parameters": ORDER, "method": "GET",
-            "url_template": f"{endpoint.url}/orders/{{order_id}}", "timeout_s": 3, "trigger_phrases": "my order"}
-    return services.action_create(tenant=tenant, by=None, **{**base, **fields}).action
-
 
 def turn(chat, text: str, conversation=None, *, until_state: str | None = None) -> tuple[list[dict], list[dict]]:
     """Send `text`; the frames up to the call's status line in `until_state` (then stop),
@@ -80,11 +68,8 @@ def test_a_verified_users_action_runs_and_the_reply_continues_with_its_result(
 
 def test_an_action_needing_approval_waits_in_the_inbox_approve_runs_it_and_deny_ends_it(
         platform, grammar_warm, actions_worker, endpoint, allow_loopback, client):
-    created = make_tenant(max_output_tokens=48)
+    created = refund_awaiting_approval(endpoint, client)
     tenant = created.tenant
-    action(tenant, endpoint, name="refund_order", description="Refund an order by its id.",
-           status_text="Refunding your order…", trigger_phrases="refund", who="anyone", needs_approval=True)
-    signed_in_agent(client, tenant, "Grace")
     with widget_socket(platform, created.widget_key.plaintext, visitor="v-2") as chat:
         frames, _ = turn(chat, "Please refund order A-17", until_state="awaiting_approval")
         assert frames[-1]["text"] == "A person is checking this request…"

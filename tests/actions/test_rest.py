@@ -18,9 +18,8 @@ from inference.wire import keys
 from inference.wire.connections import new_redis
 from tandem.actions.models import ActionCall
 from tandem.chat.models import Message
-from tests.actions.test_live import action
+from tests.actions.live import action, refund_awaiting_approval
 from tests.factories import make_tenant
-from tests.platform_fixtures import signed_in_agent
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.real_model]
 
@@ -104,11 +103,8 @@ def test_a_rest_message_runs_an_action_and_the_answer_continues_with_its_result(
 
 def test_a_rest_action_needing_approval_waits_in_the_inbox_and_approve_continues_the_stream(
         platform, grammar_warm, actions_worker, endpoint, allow_loopback, http, client):
-    created = make_tenant(max_output_tokens=48)
+    created = refund_awaiting_approval(endpoint, client)
     tenant = created.tenant
-    action(tenant, endpoint, name="refund_order", description="Refund an order by its id.",
-           status_text="Refunding your order…", trigger_phrases="refund", who="anyone", needs_approval=True)
-    signed_in_agent(client, tenant, "Grace")
     cid = conversation(http, created)
     streamed: dict = {}
 

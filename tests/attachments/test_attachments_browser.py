@@ -21,8 +21,8 @@ from tandem.attachments.models import Attachment
 from tandem.chat.models import Conversation
 from tandem.handoff import states
 from tenants.models import Membership
+from tests.browser import sign_in
 from tests.console.conftest import user
-from tests.console.test_browser import sign_in
 from tests.factories import make_tenant
 from tests.platform_fixtures import chat_socket
 
@@ -82,7 +82,7 @@ def test_an_attachment_goes_both_ways_and_an_outsider_is_refused(platform, brows
         states.conversation_claim(conversation=conv, agent=maya)
         agent = agent_ctx.new_page()
         agent.set_default_timeout(30_000)
-        sign_in(agent, platform, maya.username)
+        sign_in(agent, platform.base_url, maya.username)
         agent.goto(f"{platform.base_url}/console/t/{tenant.slug}/inbox/{conv.pk}/")
         theirs = agent.locator("#transcript img[alt='pole.png']")
         expect(theirs).to_be_visible()

@@ -27,8 +27,8 @@ from tandem.chat.models import Conversation, Message
 from tenants import quotas, services
 from tenants.audit import Actor
 from tenants.models import ApiKey, ComputePool, Membership, UsageRecord
+from tests.browser import sign_in, signed_in
 from tests.console.conftest import PASSWORD, user
-from tests.console.test_browser import sign_in
 
 OUT = os.environ.get("TANDEM_CONSOLE_SCREENSHOTS", "docs/console")
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
@@ -166,7 +166,7 @@ def test_screenshots_of_every_console_page(platform, browser, redis_client, fake
     ctx = browser.new_context(viewport={"width": 1280, "height": 800})
     page = ctx.new_page()
     shoot(page, "sign-in", "/console/login/")
-    sign_in(page, platform, "operator")
+    sign_in(page, platform.base_url, "operator")
     shoot(page, "overview-operator", "/console/", wait_charts=True)
     shoot(page, "tenants", "/console/tenants/")
     shoot(page, "tenant-create", "/console/tenants/new/")
@@ -187,9 +187,7 @@ def test_screenshots_of_every_console_page(platform, browser, redis_client, fake
     shoot(page, "audit-log", "/console/audit/")
     ctx.close()
 
-    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = ctx.new_page()
-    sign_in(page, platform, owner.username)
+    page = signed_in(browser, platform.base_url, owner.username, viewport={"width": 1280, "height": 800})
     shoot(page, "overview-member", "/console/", wait_charts=True)
     page.goto(f"{platform.base_url}/console/t/acme/keys/")
     form = page.get_by_role("form", name="New key")
@@ -206,19 +204,15 @@ def test_screenshots_of_every_console_page(platform, browser, redis_client, fake
     shoot(page, "audit-tenant", "/console/t/acme/audit/")
     shoot(page, "allocation-member", "/console/t/acme/allocation/")
     shoot(page, "password-change", "/console/password/")
-    ctx.close()
+    page.context.close()
 
-    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = ctx.new_page()
-    sign_in(page, platform, viewer.username)
+    page = signed_in(browser, platform.base_url, viewer.username, viewport={"width": 1280, "height": 800})
     shoot(page, "quotas-viewer", "/console/t/acme/quotas/")
-    ctx.close()
+    page.context.close()
 
-    ctx = browser.new_context(viewport={"width": 390, "height": 844})  # a phone
-    page = ctx.new_page()
-    sign_in(page, platform, "operator")
+    page = signed_in(browser, platform.base_url, "operator", viewport={"width": 390, "height": 844})  # a phone
     shoot(page, "tenants-phone", "/console/tenants/")
-    ctx.close()
+    page.context.close()
 
     assert all((out / f"{n}.png").stat().st_size > 10_000 for n in shots)
     assert ApiKey.objects.filter(tenant__slug="hooli").count() == 2
@@ -247,24 +241,21 @@ def test_screenshots_of_the_assistant_and_knowledge_pages(live_server, browser):
     services.tenant_set_assistant(tenant=acme, system_prompt="You are Acme Outdoor's support assistant.",
                                   widget_title="Acme help", widget_color="#1f7a4d",
                                   widget_greeting="Hi! Ask me about orders, returns or sizing.")
-    for title, tags in [("Returns and refunds", ["orders", "refunds"]), ("Shipping times", ["orders"]),
-                        ("Choosing a tent size", ["sizing"])]:
+    for title, tags in [("Returns and refunds", ["orders", "refunds"]), ("Shipping times", ["orders"])]:
         a = knowledge_services.article_create(tenant=acme, title=title, tags=tags,
                                               url=f"https://acme.example/help/{title.split()[0].lower()}",
                                               body=f"# {title}\n\nWhat {title.lower()} means at Acme, in short.")
-        if title != "Choosing a tent size":
-            knowledge_services.article_index(article_id=a.pk)
+        knowledge_services.article_index(article_id=a.pk)
+    # One still waiting for its indexing task, as a row only: a CPU worker left running by
+    # the module's first test would otherwise index it before the page is taken.
+    Article.objects.create(tenant=acme, title="Choosing a tent size", tags=["sizing"],
+                           url="https://acme.example/help/choosing",
+                           body="# Choosing a tent size\n\nWhat choosing a tent size means at Acme, in short.")
     Article.objects.filter(tenant=acme, title="Shipping times").update(status="failed", error="the body has no text")
     ops = user(is_staff=True, username="ops")
     Membership.objects.get_or_create(user=ops, tenant=acme, defaults={"role": "owner"})
 
-    class Site:
-        base_url = live_server.url
-
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(20_000)
-    page = context.new_page()
-    sign_in(page, Site, "ops")
+    page = signed_in(browser, live_server.url, "ops")
     page.goto(f"{live_server.url}/console/t/acme/assistant/")
     page.get_by_label("Title").fill("Acme support")
     preview = page.frame_locator("#widget-preview")
@@ -274,4 +265,4 @@ def test_screenshots_of_the_assistant_and_knowledge_pages(live_server, browser):
     page.goto(f"{live_server.url}/console/t/acme/knowledge/")
     expect(page.get_by_role("status")).to_contain_text("Indexing")
     page.screenshot(path=str(out / "knowledge.png"), full_page=True)
-    context.close()
+    page.context.close()

@@ -106,6 +106,16 @@ def test_the_preview_page_embeds_the_real_widget_with_the_unsaved_values_and_no_
                                   html, re.S).group(1))
     assert config["title"] == "Unsaved title" and config["color"] == "#000000" and config["position"] == "left"
     assert config["text_color"] == "#ffffff"
+    # The widget's own strings come with the configuration: the browser's language here.
+    assert config["i18n"]["locale"] == "en" and config["i18n"]["strings"]["send"] == "Send"
+    french = client.get(f"{A}/assistant/preview/", headers={"Accept-Language": "de-CH;q=0.4, fr-FR, en;q=0.8"})
+    strings = json.loads(re.search(r'<script id="preview-config" type="application/json">(.*?)</script>',
+                                   french.content.decode(), re.S).group(1))["i18n"]
+    assert strings["locale"] == "fr" and strings["strings"]["send"] == "Envoyer"
+    assert "Bonjour ! Quel est le d" in french.content.decode()  # the sample exchange in it too
+    # The unsaved language setting wins over the browser's, as on a site.
+    english = client.get(f"{A}/assistant/preview/", {"widget_locale": "en"}, headers={"Accept-Language": "fr"})
+    assert '"send": "Send"' in english.content.decode()
     for key in world.a.tenant.api_keys.all():  # no real key in the page: nothing can reach the quota
         assert key.prefix not in html
     bad = client.get(f"{A}/assistant/preview/", {"widget_color": "not-a-colour"})

@@ -10,29 +10,18 @@ import pytest
 
 from tandem.chat.models import Conversation, Message
 from tenants.models import ApiKey, Membership
-from tests.console.conftest import PASSWORD, forget_quota_counters, user
+from tests.browser import new_page, sign_in
+from tests.console.conftest import forget_quota_counters, user
 from tests.factories import make_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
-TIMEOUT_MS = 20_000
+
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(TIMEOUT_MS)
-    pg = context.new_page()
+    pg = new_page(browser)
     yield pg
-    context.close()
-
-
-def sign_in(page, platform, username: str, password: str = PASSWORD) -> None:
-    from playwright.sync_api import expect
-
-    page.goto(f"{platform.base_url}/console/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    pg.context.close()
 
 
 def tenant_nav(page, tenant_name: str):
@@ -62,7 +51,7 @@ def test_staff_set_requests_per_minute_to_3_and_the_fourth_quick_call_is_429(pla
     key = tenant.secret_key.plaintext
     model = served_model(platform, key)
 
-    sign_in(page, platform, staff.username)
+    sign_in(page, platform.base_url, staff.username)
     page.get_by_role("navigation", name="Console").get_by_role("link", name="Tenants").click()
     page.get_by_role("link", name=tenant.tenant.name, exact=True).first.click()
     tenant_nav(page, tenant.tenant.name).get_by_role("link", name="Quotas").click()
@@ -84,7 +73,7 @@ def test_a_key_created_in_the_console_works_with_the_openai_client_until_revoked
     admin = user()
     Membership.objects.create(user=admin, tenant=tenant.tenant, role="admin")
 
-    sign_in(page, platform, admin.username)
+    sign_in(page, platform.base_url, admin.username)
     page.get_by_role("link", name=tenant.tenant.name, exact=True).first.click()
     tenant_nav(page, tenant.tenant.name).get_by_role("link", name="Keys").click()
     form = page.get_by_role("form", name="New key")
@@ -127,7 +116,7 @@ def test_a_viewer_sees_their_tenants_conversations_only_and_no_edit_form(platfor
     Message.objects.create(conversation=mine, role="user", content="Where is my parcel?")
     Message.objects.create(conversation=theirs, role="user", content="Other tenant's secret question")
 
-    sign_in(page, platform, viewer.username)
+    sign_in(page, platform.base_url, viewer.username)
     page.get_by_role("link", name=t.name, exact=True).first.click()
     nav = tenant_nav(page, t.name)
     nav.get_by_role("link", name="Conversations").click()

@@ -1,17 +1,15 @@
 """An owner's first hour in a real browser (Chromium driven by Playwright) on Django's
 test server: the getting-started checklist turns green as each step is done, the tabs
 come in the order a tenant works with no infrastructure tab, and test retrieval shows
-the ranked chunks. The widget's connect is the real socket consumer, run in this
+the ranked chunks (the session platform's CPU worker retrieves them). The widget's connect is the real socket consumer, run in this
 process (the test server speaks HTTP only). Screenshots go to
 TANDEM_CONSOLE_SCREENSHOTS when it names a folder (docs/console for the docs)."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import threading
-from pathlib import Path
 
 import pytest
 from channels.testing import WebsocketCommunicator
@@ -22,25 +20,13 @@ from tandem.chat.consumers import ChatConsumer
 from tandem.chat.models import Conversation, Message
 from tenants import services
 from tenants.models import Membership
+from tests.browser import signed_in
 from tests.console.conftest import user
-from tests.console.test_browser import sign_in, tenant_nav
+from tests.console.test_browser import tenant_nav
 from tests.knowledge.conftest import import_help_centre
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SHOP = "https://shop.acme.example"
-
-
-@pytest.fixture
-def shoot(tmp_path):
-    out = Path(os.environ.get("TANDEM_CONSOLE_SCREENSHOTS") or tmp_path)
-    out.mkdir(parents=True, exist_ok=True)
-
-    def take(page, name: str) -> None:
-        path = out / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
-        assert path.stat().st_size > 10_000
-
-    return take
 
 
 def widget_connects(key: str, origin: str) -> str:
@@ -68,20 +54,15 @@ def widget_connects(key: str, origin: str) -> str:
     return result["code"]
 
 
-def test_the_checklist_turns_green_step_by_step_and_test_retrieval_ranks_chunks(live_server, browser, shoot):
+def test_the_checklist_turns_green_step_by_step_and_test_retrieval_ranks_chunks(platform, live_server, browser,
+                                                                                  shoot):
     from playwright.sync_api import expect
 
     created = services.tenant_create(slug="acme", name="Acme Outdoor", allowed_origins=[])
     owner = user(username="olivia")
     Membership.objects.create(user=owner, tenant=created.tenant, role="owner")
 
-    class Site:
-        base_url = live_server.url
-
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(20_000)
-    page = context.new_page()
-    sign_in(page, Site, "olivia")
+    page = signed_in(browser, live_server.url, "olivia")
     page.goto(f"{live_server.url}/console/t/acme/")
     checklist = page.get_by_role("region", name="Getting started")
 
@@ -167,7 +148,8 @@ def test_the_checklist_turns_green_step_by_step_and_test_retrieval_ranks_chunks(
     shoot(page, "checklist-done")
 
     # Test retrieval: a question in, the ranked chunks and their scores out (over the demo
-    # help centre too, so that there is a ranking to read).
+    # help centre too, so that there is a ranking to read), retrieved by the session
+    # platform's CPU worker.
     import_help_centre(created.tenant)
     tenant_nav(page, "Acme Outdoor").get_by_role("link", name="Knowledge").click()
     page.get_by_role("link", name="Test retrieval").click()
@@ -181,7 +163,7 @@ def test_the_checklist_turns_green_step_by_step_and_test_retrieval_ranks_chunks(
     scores = [float(s) for s in ranked.locator("[data-score]").evaluate_all("els => els.map(e => e.dataset.score)")]
     assert len(scores) > 3 and scores == sorted(scores, reverse=True) and 0 < scores[0] < 1, scores
     shoot(page, "test-retrieval")
-    context.close()
+    page.context.close()
 
 
 def test_the_operator_overview_starts_with_health_and_finds_a_tenant_as_typed(live_server, browser, shoot):
@@ -196,15 +178,9 @@ def test_the_operator_overview_starts_with_health_and_finds_a_tenant_as_typed(li
     # A CPU worker's heartbeat, as the worker writes it; the pools' workers are missing.
     beat = HeartbeatThread(get_redis(), name="cpu.shared@web-1:7", role="cpu", pool="shared",
                            static={"device": "cpu"}, dynamic=lambda: {})
+    page = signed_in(browser, live_server.url, operator.username)
     beat.start()  # beating every INTERVAL_S while the pages load, as a worker's thread does
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(20_000)
-    page = context.new_page()
     try:
-        class Site:
-            base_url = live_server.url
-
-        sign_in(page, Site, operator.username)
         page.goto(f"{live_server.url}/console/")
         health = page.get_by_role("region", name="Platform health")
         expect(health.locator('[data-check="database"]')).to_contain_text("ok")
@@ -224,4 +200,4 @@ def test_the_operator_overview_starts_with_health_and_finds_a_tenant_as_typed(li
         expect(page.get_by_role("region", name="Workers outside any pool")).to_have_count(0)
     finally:
         beat.stop()
-        context.close()
+        page.context.close()

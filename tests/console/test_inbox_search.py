@@ -14,10 +14,10 @@ from django.utils import timezone
 
 from tandem.chat import search
 from tandem.chat.models import Conversation, Message
-from tandem.handoff import inbox, states
+from tandem.handoff import inbox
 from tenants.access import access_list
 from tenants.models import Membership
-from tests.console.conftest import conversation, user
+from tests.world import conversation, user, waiting
 
 pytestmark = pytest.mark.django_db
 
@@ -27,15 +27,6 @@ def agent_a(world):
     u = user(first_name="Sam")
     Membership.objects.create(user=u, tenant=world.a.tenant, role=Membership.Role.AGENT)
     return u
-
-
-def waiting(tenant, text: str, *, days_ago: int = 0, **who) -> Conversation:
-    conv = conversation(tenant, text)
-    Conversation.objects.filter(pk=conv.pk).update(**who)
-    conv.refresh_from_db()
-    states.handoff_request(conversation=conv, reason="button")
-    Conversation.objects.filter(pk=conv.pk).update(handoff_at=timezone.now() - timedelta(days=days_ago))
-    return Conversation.objects.get(pk=conv.pk)
 
 
 def test_a_search_finds_a_word_of_any_message_by_its_start_within_the_tenant(world):
@@ -70,9 +61,9 @@ def test_the_message_search_uses_the_gin_index():
 
 def test_the_inbox_searches_within_its_filter_and_dates_and_shows_the_matching_words(client, world, agent_a):
     t = world.a.tenant
-    waiting(t, "The zipper on my backpack broke", days_ago=0, user_name="Ann Lee")
-    waiting(t, "Backpack straps are too short", days_ago=5)
-    waiting(t, "Where is my invoice?", days_ago=0, user_email="bob@example.test")
+    waiting(t, "The zipper on my backpack broke", user_name="Ann Lee")
+    waiting(t, "Backpack straps are too short", days=5)
+    waiting(t, "Where is my invoice?", user_email="bob@example.test")
     client.force_login(agent_a)
     rows = client.get(f"/console/t/{t.slug}/inbox/rows/", {"q": "backpack"}).content.decode()
     assert "<mark>backpack</mark>" in rows and "<mark>Backpack</mark>" in rows and "invoice" not in rows

@@ -20,7 +20,7 @@ def test_sign_in_then_out(client, world):
     page = client.get("/console/login/").content.decode()
     assert '<label for="id_username">Username</label>' in page and '<label for="id_password">Password</label>' in page
     response = client.post("/console/login/", {"username": world.owner_a.username, "password": PASSWORD})
-    # An owner's role has the inbox: that is where they land (tests/console/test_inbox_workspace.py).
+    # An owner's role has the inbox: that is where they land (tests/handoff/test_inbox_workspace.py).
     assert response.status_code == 302 and response["Location"] == "/console/t/alpha/inbox/"
     assert client.get("/console/t/alpha/").status_code == 200
     assert client.post("/console/logout/").status_code == 302

@@ -18,8 +18,8 @@ from tandem.attachments.models import Attachment
 from tandem.chat.models import Conversation, Message
 from tandem.chat.visitors import Visitor
 from tenants.models import AuditLog, Membership, UsageRecord
+from tests.browser import signed_in
 from tests.console.conftest import user
-from tests.console.test_browser import sign_in
 from tests.factories import make_tenant
 
 from .conftest import PNG
@@ -50,14 +50,8 @@ def test_an_owner_exports_a_contact_then_deletes_it_and_nothing_of_theirs_is_lef
     stored = attachment_dir / Attachment.objects.get().path
     assert stored.exists()
 
-    class Site:
-        base_url = live_server.url
-
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
-    context.set_default_timeout(20_000)
-    page = context.new_page()
+    page = signed_in(browser, live_server.url, owner.username, accept_downloads=True)
     try:
-        sign_in(page, Site, owner.username)
         page.goto(f"{live_server.url}/console/t/{acme.slug}/conversations/{first.pk}/")
         page.get_by_role("link", name="Contact's data").click()
         expect(page.get_by_role("heading", level=2)).to_have_text("Contact Ann Lee")
@@ -79,7 +73,7 @@ def test_an_owner_exports_a_contact_then_deletes_it_and_nothing_of_theirs_is_lef
         expect(page).to_have_url(f"{live_server.url}/console/t/{acme.slug}/conversations/")
         expect(page.get_by_text("Contact deleted: 2 conversations, 5 messages and 1 attachment.")).to_be_visible()
     finally:
-        context.close()
+        page.context.close()
 
     assert Conversation.objects.filter(tenant=acme, user_id="u-42").count() == 0
     assert Message.objects.filter(conversation__tenant=acme).exclude(conversation=bob).count() == 0

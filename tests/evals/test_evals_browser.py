@@ -15,10 +15,10 @@ import pytest
 from tandem.evals.models import EvalRun
 from tandem.evals.services import STARTER, cases_load
 from tenants.models import Membership, UsageRecord
+from tests.browser import sign_in
 from tests.console.conftest import user
 from tests.factories import make_tenant
 from tests.knowledge.conftest import import_help_centre
-from tests.ui.test_handoff import sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 OUT = Path(__file__).resolve().parents[2] / "docs" / "console"
@@ -37,7 +37,7 @@ def test_an_owner_drafts_tries_evaluates_and_compares(platform, browser):
     ctx = browser.new_context(viewport={"width": 1280, "height": 1000}, device_scale_factor=1)
     try:
         page = ctx.new_page()
-        sign_in(page, platform, owner.username)
+        sign_in(page, platform.base_url, owner.username)
 
         # The draft: started from the Assistant page, saved beside the live settings.
         page.goto(f"{platform.base_url}/console/t/demo-co/assistant/")

@@ -15,10 +15,10 @@ from tandem.chat.models import Conversation
 from tandem.feedback.models import Csat, Feedback
 from tandem.feedback.rollup import outcomes_rollup
 from tenants.models import Membership
+from tests.browser import sign_in
 from tests.console.conftest import user
 from tests.factories import make_tenant
 from tests.feedback.test_outcomes import build, reply_of
-from tests.ui.test_handoff import sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 OUT = Path(__file__).resolve().parents[2] / "docs" / "console"
@@ -59,7 +59,7 @@ def test_an_owner_reads_the_outcomes_of_the_last_two_weeks(platform, browser):
     ctx = browser.new_context(viewport={"width": 1280, "height": 1100}, device_scale_factor=1)
     try:
         page = ctx.new_page()
-        sign_in(page, platform, owner.username)
+        sign_in(page, platform.base_url, owner.username)
         page.goto(f"{platform.base_url}/console/t/fjordline/")
         page.get_by_role("link", name="Outcomes").click()
         expect(page.get_by_role("heading", name="Outcomes")).to_be_visible()

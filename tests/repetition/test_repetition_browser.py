@@ -12,8 +12,8 @@ import pytest
 
 from tandem.repetition.models import RepetitionSettings
 from tenants.models import Membership
+from tests.browser import signed_in
 from tests.console.conftest import user
-from tests.console.test_browser import sign_in
 from tests.factories import make_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,13 +26,7 @@ def test_an_admin_changes_repetition_control_from_the_assistant_page(live_server
     admin = user(username="ada")
     Membership.objects.create(user=admin, tenant=tenant, role="admin")
 
-    class Site:
-        base_url = live_server.url
-
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(20_000)
-    page = context.new_page()
-    sign_in(page, Site, "ada")
+    page = signed_in(browser, live_server.url, "ada")
     page.goto(f"{live_server.url}/console/t/acme/assistant/")
     page.get_by_role("link", name="Change repetition control").click()
     expect(page.get_by_role("status")).to_contain_text("On: frequency")
@@ -53,4 +47,4 @@ def test_an_admin_changes_repetition_control_from_the_assistant_page(live_server
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#repetition-now")).to_contain_text("Off")
     assert not RepetitionSettings.objects.get(tenant=tenant).enabled
-    context.close()
+    page.context.close()

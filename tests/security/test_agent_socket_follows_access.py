@@ -14,8 +14,8 @@ from tandem.chat.models import Conversation
 from tandem.handoff import states
 from tenants import services as tenant_services
 from tenants.models import Membership
-from tests.chat.test_handoff import agent_socket
 from tests.factories import UserFactory, make_tenant
+from tests.handoff.test_handoff import agent_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 CLOSES_WITHIN_S = 3.0  # pushed, not polled: a poll would take its whole period

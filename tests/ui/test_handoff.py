@@ -16,21 +16,12 @@ import websockets.sync.client as ws_client
 
 from tandem.chat.models import Conversation, Message
 from tenants.models import Membership, UsageRecord
-from tests.console.conftest import PASSWORD, user
+from tests.browser import sign_in
+from tests.console.conftest import user
 from tests.factories import make_tenant
 from tests.ui.conftest import embed_page, wait_for_event
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def sign_in(page, platform, username: str):
-    from playwright.sync_api import expect
-
-    page.goto(f"{platform.base_url}/console/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
 
 
 def test_a_visitor_asks_for_a_person_an_agent_claims_and_replies_live_and_resolve_gives_the_bot_back(
@@ -44,7 +35,7 @@ def test_a_visitor_asks_for_a_person_an_agent_claims_and_replies_live_and_resolv
     visitor_ctx, agent_ctx = (browser.new_context(viewport={"width": 1280, "height": 800}) for _ in range(2))
     try:
         console = agent_ctx.new_page()
-        sign_in(console, platform, agent.username)
+        sign_in(console, platform.base_url, agent.username)
         console.goto(f"{platform.base_url}/console/t/{tenant.slug}/inbox/")
         expect(console.get_by_text("Nobody is waiting for a person.")).to_be_visible()
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tandem.webhooks import services
-from tests.console.conftest import PASSWORD, user
+from tests.browser import signed_in
+from tests.console.conftest import user
 from tests.factories import make_tenant
 from tests.platform_fixtures import chat_socket
 
@@ -50,13 +51,7 @@ def test_in_chromium_an_admin_adds_an_endpoint_sends_a_test_event_and_reads_the_
     tenant = make_tenant(slug="hooks-browser").tenant
     owner = user()
     Membership.objects.create(tenant=tenant, user=owner, role="owner")
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(30_000)
-    page = context.new_page()
-    page.goto(f"{platform.base_url}/console/login/")
-    page.get_by_label("Username").fill(owner.username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
+    page = signed_in(browser, platform.base_url, owner.username, timeout_ms=30_000)
     page.goto(f"{platform.base_url}/console/t/{tenant.slug}/")
     page.get_by_role("link", name="Webhooks", exact=True).click()
     form = page.get_by_role("form", name="Add an endpoint")
@@ -102,4 +97,4 @@ def test_in_chromium_an_admin_adds_an_endpoint_sends_a_test_event_and_reads_the_
     page.goto(f"{platform.base_url}/console/t/{tenant.slug}/webhooks/")
     expect(page.get_by_role("link", name=receiver.url)).to_be_visible()
     page.screenshot(path=str(shots / "webhooks.png"), full_page=True)
-    context.close()
+    page.context.close()

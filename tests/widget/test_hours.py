@@ -19,9 +19,9 @@ from tandem.hours.schedule import parse_holidays, schedule_of
 from tenants.audit import Actor
 from tenants.models import AuditLog, Membership
 from tests.factories import UserFactory, make_tenant
+from tests.world import PASSWORD
 
 WEEKDAYS = {str(d): ["09:00", "17:00"] for d in range(5)}  # Monday to Friday, 9 to 5
-PASSWORD = "correct horse battery"
 
 
 def paris(**kw):

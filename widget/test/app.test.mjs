@@ -149,3 +149,30 @@ test("a widget whose configuration could not be fetched does not show", async ()
     console.warn = warn;
   }
 });
+
+test("a panel opened by the page's settings leaves the focus on the page; a visitor's opening moves it in", async () => {
+  installDom();
+  globalThis.localStorage = memoryStorage();
+  globalThis.sessionStorage = memoryStorage();
+  const search = document.createElement("input"); // where the visitor is typing on the host page
+  document.body.append(search);
+  search.focus();
+  const quiet = new App({ key: "pk_test_app_module_", base: "https://tandem.test",
+    config: Promise.resolve({ status: 200, body: { i18n: { locale: "en", strings: en } } }) }, { open: true });
+  await new Promise((r) => setTimeout(r, 0));
+  assert.ok(quiet.view.isOpen);
+  assert.equal(document.activeElement, search);
+  assert.equal(quiet.view.shadow.activeElement, null);
+  quiet.close();
+  quiet.view.launcher.click(); // the visitor opens it
+  assert.equal(document.activeElement, quiet.view.input);
+
+  // Tandem.open() before the configuration has come: the page's own button, so focused once shown.
+  installDom();
+  const early = new App({ key: "pk_test_app_module_", base: "https://tandem.test",
+    config: Promise.resolve({ status: 200, body: { i18n: { locale: "en", strings: en } } }) }, {});
+  early.open();
+  await new Promise((r) => setTimeout(r, 0));
+  assert.ok(early.view.isOpen);
+  assert.equal(document.activeElement, early.view.input);
+});

@@ -8,9 +8,10 @@ from __future__ import annotations
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.shortcuts import redirect, render
+from django.utils.translation.trans_real import parse_accept_lang_header
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 
-from tandem.chat.widget import text_color_on
+from tandem.chat.widget import text_color_on, widget_i18n
 from tandem.handoff import phrases as handoff_phrases
 from tenants import services
 from tenants.membership import Can
@@ -73,9 +74,11 @@ SAMPLES = {
 }
 
 
-def preview_config(tenant, params) -> dict:
+def preview_config(tenant, params, *, langs: str = "") -> dict:
     """What /widget/config would answer with `params` (the form's unsaved values) saved:
-    each valid value replaces the tenant's, an invalid one is left out."""
+    each valid value replaces the tenant's, an invalid one is left out. The widget's
+    strings are in the language a visitor with the console user's browser (`langs`,
+    its Accept-Language) would get."""
     form = AssistantForm({**AssistantForm.initial_for(tenant), **{k: params[k] for k in params
                                                                   if k in AssistantForm.PREVIEW_FIELDS}})
     form.is_valid()
@@ -84,7 +87,8 @@ def preview_config(tenant, params) -> dict:
     return {"title": values["widget_title"] or tenant.name, "color": values["widget_color"],
             "text_color": text_color_on(values["widget_color"]), "greeting": values["widget_greeting"],
             "placeholder": values["widget_placeholder"], "position": values["widget_position"],
-            "locale": values["widget_locale"] or None, "identity_verification": False}
+            "locale": values["widget_locale"] or None, "identity_verification": False,
+            "i18n": widget_i18n(tenant=None, locale=values["widget_locale"], langs=langs)}
 
 
 @xframe_options_sameorigin
@@ -93,7 +97,9 @@ def assistant_preview(request, access):
     """The real widget bundle on a page of its own, with a stand-in for its config
     request and its socket (static/console/widget-preview.js): no key is used and no
     message reaches a worker or the tenant's quota."""
-    config = preview_config(access.tenant, request.GET)
-    sample = SAMPLES.get(config["locale"] or "en", SAMPLES["en"])
+    # The browser's languages, best first, as the loader sends them from navigator.languages.
+    langs = ",".join(tag for tag, _q in parse_accept_lang_header(request.headers.get("Accept-Language", "")))
+    config = preview_config(access.tenant, request.GET, langs=langs)
+    sample = SAMPLES.get(config["i18n"]["locale"], SAMPLES["en"])  # in the widget's language
     return render(request, "console/assistant_preview.html",
                   {"tenant": access.tenant, "config": config, "sample": sample})

@@ -1,14 +1,17 @@
 """Tenant → Knowledge → Test retrieval: a question in, the tenant's ranked chunks and
-their scores out, exactly as the CPU tier retrieves them (`knowledge.selectors.retrieve`
-with the tenant's language and mode), and which of them a reply would be given: the top
-k that reach the minimum score. A few more than k are shown, each marked, so a tenant
-can see what its settings keep and what they leave out."""
+their scores out, retrieved by the CPU tier itself (`knowledge.probe`: a CPU worker runs
+`knowledge.selectors.retrieve` with the tenant's language and mode; questions are never
+embedded on the web tier), and which of them a reply would be given: the top k that
+reach the minimum score. A few more than k are shown, each marked, so a tenant can see
+what its settings keep and what they leave out. No CPU worker answering in time is a
+503 that says so, the question kept in the form."""
 
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 
-from knowledge import selectors
+from knowledge import probe, selectors
 
 from .base import render_page, tenant_page
 
@@ -25,19 +28,22 @@ def retrieval_test(request, access):
     s = selectors.settings_for(access.tenant)
     form = RetrievalTestForm(request.GET if "q" in request.GET else None)
     rows = None
+    unanswered = None
     status = 200
     if form.is_bound:
-        if form.is_valid():
-            hits = selectors.retrieve(tenant_id=access.tenant.pk, message=form.cleaned_data["q"],
-                                      k=max(SHOWN, s.top_k), min_score=0.0, language=s.language, mode=s.mode)
+        if not form.is_valid():
+            status = 400
+        elif (hits := probe.probe(tenant_id=access.tenant.pk, question=form.cleaned_data["q"],
+                                  k=max(SHOWN, s.top_k), language=s.language, mode=s.mode)) is None:
+            unanswered, status = settings.TANDEM_KNOWLEDGE_PROBE_WAIT_S, 503
+        else:
             # Hits come best first, so "the top k of those at or above the minimum" (what
             # a reply gets) is "the first k, less those under it".
             rows = [{"rank": n, "hit": h, "kept": n <= s.top_k and h.score >= s.min_score,
                      "why": f"beyond k = {s.top_k}" if n > s.top_k
                      else "below the minimum score" if h.score < s.min_score else ""}
                     for n, h in enumerate(hits, 1)]
-        else:
-            status = 400
     return render_page(request, "console/knowledge_retrieval.html",
-                       {"form": form if form.is_bound else RetrievalTestForm(), "rows": rows, "settings": s},
+                       {"form": form if form.is_bound else RetrievalTestForm(), "rows": rows, "settings": s,
+                        "unanswered": unanswered},
                        access=access, nav="knowledge", status=status)

@@ -66,7 +66,10 @@ export class App {
     this.dirty = new Set();
     this.raf = 0;
     this.openKey = `tandem:${this.key.slice(0, 16)}:open`;
-    this.wantOpen = this.settings.open === true || this._session("get") === "1";
+    // An opening asked for before the view exists: its open() options, or false. Opened
+    // by the page's settings or kept open across its pages, the visitor's focus stays
+    // where it is on the host page (see open()).
+    this.wantOpen = (this.settings.open === true || this._session("get") === "1") && { focus: false };
     this.conn = new Connection(() => this.socketUrl(), {
       open: () => this.onOpen(),
       frame: (f) => this.onFrame(f),
@@ -92,16 +95,20 @@ export class App {
     }
   }
 
-  open() {
-    if (!this.view) { this.wantOpen = true; return; }
+  /** Shows the panel. `focus`: move the keyboard focus into it, as a visitor who opened it
+   * expects; an opening nobody asked for at that moment (the page's `open` setting, the
+   * panel kept open from the last page) leaves the focus on the host page, where a visitor
+   * may already be typing. */
+  open({ focus = true } = {}) {
+    if (!this.view) { this.wantOpen = { focus }; return; }
     if (this.view.isOpen) return;
     this.view.show(true);
     this._session("set", "1");
     this.setUnread(0);
     if (this.alertKind) { const text = this.view.alert.textContent; this.view.setAlert(""); this.view.setAlert(text); }
     if (!this.fatal) this.conn.start();
-    if (this.fatal) this.view.closeButton.focus();
-    else this.view.focusInput();
+    if (focus && this.fatal) this.view.closeButton.focus();
+    else if (focus) this.view.focusInput();
     this.emit("open");
   }
 
@@ -204,7 +211,7 @@ export class App {
     this.emit("ready");
     // A reply was streaming when the page went away: follow it again at once.
     if (!this.fatal && this.conversationId && this.store.hasPending()) this.conn.start();
-    if (this.wantOpen) this.open();
+    if (this.wantOpen) this.open(this.wantOpen);
   }
 
   socketUrl() {

@@ -18,10 +18,10 @@ import websockets.sync.client as ws_client
 from tandem.chat.models import Conversation
 from tandem.handoff import inbox, states
 from tenants.models import Membership
-from tests.console.conftest import user
-from tests.console.test_browser import sign_in
+from tests.browser import sign_in
 from tests.factories import make_tenant
 from tests.platform_fixtures import ORIGIN, ChatSocket
+from tests.world import user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
@@ -56,7 +56,7 @@ def test_an_agent_opts_in_and_is_notified_of_a_hand_over_and_of_her_visitors_mes
     context.grant_permissions(["notifications"], origin=platform.base_url)
     context.add_init_script(SPY)
     page = context.new_page()
-    sign_in(page, platform, maya.username)
+    sign_in(page, platform.base_url, maya.username)
     expect(page).to_have_url(f"{platform.base_url}/console/t/{acme.slug}/inbox/")
 
     settings = page.get_by_role("group", name="Notify me in this browser")

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from tandem.chat.models import Conversation
-from tests.chat.test_handoff import agent_socket
 from tests.factories import make_tenant
+from tests.handoff.test_handoff import agent_socket
 from tests.platform_fixtures import ask_for_person, chat_socket, signed_in_agent
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]

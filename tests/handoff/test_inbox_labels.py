@@ -12,7 +12,7 @@ from tandem.handoff import states
 from tandem.labels import services
 from tandem.labels.models import Label
 from tenants.models import AuditLog, Membership
-from tests.console.conftest import conversation, user
+from tests.world import user, waiting
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -23,13 +23,6 @@ def agent_a(world):
     u = user(first_name="Sam")
     Membership.objects.create(user=u, tenant=world.a.tenant, role=Membership.Role.AGENT)
     return u
-
-
-def waiting(tenant, text: str) -> Conversation:
-    conv = conversation(tenant, text)
-    states.handoff_request(conversation=conv, reason="button")
-    conv.refresh_from_db()
-    return conv
 
 
 def test_an_admin_defines_labels_and_an_agent_sees_them_but_may_not_change_them(client, world, agent_a):

@@ -4,16 +4,13 @@ claim / resolve as htmx posts (resolve goes on to the next waiting conversation)
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
-from django.utils import timezone
 
 from tandem.chat.models import Conversation, Message
 from tandem.console.templatetags.inbox import human_duration
 from tandem.handoff import inbox, states
 from tenants.models import Membership
-from tests.console.conftest import PASSWORD, conversation, user
+from tests.world import PASSWORD, user, waiting
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -31,16 +28,6 @@ def agent_b(world):
     u = user(first_name="Noor")
     Membership.objects.create(user=u, tenant=world.a.tenant, role=Membership.Role.AGENT)
     return u
-
-
-def waiting(tenant, text: str, *, minutes: int = 0, **who) -> Conversation:
-    conv = conversation(tenant, text)
-    Conversation.objects.filter(pk=conv.pk).update(**who)
-    conv.refresh_from_db()
-    states.handoff_request(conversation=conv, reason="button")
-    Conversation.objects.filter(pk=conv.pk).update(handoff_at=timezone.now() - timedelta(minutes=minutes))
-    conv.refresh_from_db()
-    return conv
 
 
 def test_an_agent_signing_in_lands_in_the_inbox_and_a_viewer_on_the_overview(client, world, agent_a):

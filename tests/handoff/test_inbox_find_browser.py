@@ -8,42 +8,18 @@ it names a folder (docs/console for the docs)."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from tandem.chat.models import Conversation, Message
-from tandem.handoff import inbox, states
+from tandem.handoff import inbox
 from tandem.labels.services import label_create
 from tenants.models import Membership
-from tests.console.conftest import conversation, user
-from tests.console.test_browser import sign_in
+from tests.browser import signed_in
 from tests.factories import make_tenant
+from tests.world import user, waiting
 
 pytestmark = pytest.mark.django_db(transaction=True)
 FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
-
-
-@pytest.fixture
-def shoot(tmp_path):
-    out = Path(os.environ.get("TANDEM_CONSOLE_SCREENSHOTS") or tmp_path)
-    out.mkdir(parents=True, exist_ok=True)
-
-    def take(page, name: str) -> None:
-        path = out / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
-        assert path.stat().st_size > 10_000
-
-    return take
-
-
-def waiting(tenant, text: str, **who) -> Conversation:
-    conv = conversation(tenant, text)
-    Conversation.objects.filter(pk=conv.pk).update(**who)
-    conv.refresh_from_db()
-    states.handoff_request(conversation=conv, reason="button")
-    return Conversation.objects.get(pk=conv.pk)
 
 
 def test_an_agent_searches_labels_and_filters_the_inbox(live_server, browser, shoot):
@@ -64,13 +40,7 @@ def test_an_agent_searches_labels_and_filters_the_inbox(live_server, browser, sh
     boots = waiting(acme, "Boots arrived in the wrong size", user_email="bo@example.test")
     friendly = inbox.visitor_name(norway)
 
-    class Site:
-        base_url = live_server.url
-
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(20_000)
-    page = context.new_page()
-    sign_in(page, Site, maya.username)
+    page = signed_in(browser, live_server.url, maya.username)
     expect(page).to_have_url(f"{live_server.url}/console/t/{acme.slug}/inbox/")
 
     # The visitor who told us nothing goes by a friendly name, never the hex id.
@@ -139,4 +109,4 @@ def test_an_agent_searches_labels_and_filters_the_inbox(live_server, browser, sh
     expect(page.locator("tr", has_text="Warranty").locator(".label-green")).to_be_visible()
     expect(page.locator("tr", has_text="Refund").locator("td.num")).to_have_text("2")
     shoot(page, "inbox-labels")
-    context.close()
+    page.context.close()

@@ -7,45 +7,17 @@ folder (docs/console for the docs)."""
 
 from __future__ import annotations
 
-import os
-from datetime import timedelta
-from pathlib import Path
-
 import pytest
-from django.utils import timezone
 
 from tandem.chat.models import Conversation, Message
-from tandem.handoff import states
 from tandem.saved_replies.services import saved_reply_create
 from tenants.models import Membership
-from tests.console.conftest import conversation, user
-from tests.console.test_browser import sign_in
+from tests.browser import signed_in
 from tests.factories import make_tenant
+from tests.world import user, waiting
 
 pytestmark = pytest.mark.django_db(transaction=True)
 NOTE_BG = "rgb(255, 248, 225)"
-
-
-@pytest.fixture
-def shoot(tmp_path):
-    out = Path(os.environ.get("TANDEM_CONSOLE_SCREENSHOTS") or tmp_path)
-    out.mkdir(parents=True, exist_ok=True)
-
-    def take(page, name: str) -> None:
-        path = out / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
-        assert path.stat().st_size > 10_000
-
-    return take
-
-
-def waiting_for(tenant, text: str, *, minutes: int, **who) -> Conversation:
-    conv = conversation(tenant, text)
-    Conversation.objects.filter(pk=conv.pk).update(**who)
-    conv.refresh_from_db()
-    states.handoff_request(conversation=conv, reason="button")
-    Conversation.objects.filter(pk=conv.pk).update(handoff_at=timezone.now() - timedelta(minutes=minutes))
-    return Conversation.objects.get(pk=conv.pk)
 
 
 def test_an_agent_lands_in_the_inbox_claims_writes_a_private_note_and_resolves_to_the_next(
@@ -57,16 +29,10 @@ def test_an_agent_lands_in_the_inbox_claims_writes_a_private_note_and_resolves_t
     acme.save(update_fields=["name"])
     maya = user(username="maya", first_name="Maya")
     Membership.objects.create(user=maya, tenant=acme, role=Membership.Role.AGENT)
-    ann = waiting_for(acme, "My tent pole snapped on day one", minutes=11, user_name="Ann Lee")
-    other = waiting_for(acme, "Do you ship to Norway?", minutes=3, visitor_id="9c1e0f3a77b2")
+    ann = waiting(acme, "My tent pole snapped on day one", minutes=11, user_name="Ann Lee")
+    other = waiting(acme, "Do you ship to Norway?", minutes=3, visitor_id="9c1e0f3a77b2")
 
-    class Site:
-        base_url = live_server.url
-
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(20_000)
-    page = context.new_page()
-    sign_in(page, Site, maya.username)
+    page = signed_in(browser, live_server.url, maya.username)
     expect(page).to_have_url(f"{live_server.url}/console/t/{acme.slug}/inbox/")
     count = page.locator("#inbox-count")
     expect(count).to_have_text("2")
@@ -138,4 +104,4 @@ def test_an_agent_lands_in_the_inbox_claims_writes_a_private_note_and_resolves_t
     expect(page.get_by_role("button", name="Suggest a reply")).to_be_hidden()  # not hers until she claims it
     shoot(page, "inbox-next")
     assert Conversation.objects.get(pk=ann.pk).handoff == Conversation.Handoff.RESOLVED
-    context.close()
+    page.context.close()

@@ -1,5 +1,5 @@
 """The agent inbox over HTTP: who may use it, claim → reply → resolve, and another
-tenant's conversations answered as missing ones (the IDOR sweep in test_idor.py covers
+tenant's conversations answered as missing ones (the IDOR sweep in tests/console/test_idor.py covers
 every inbox URL too, for an owner and for an agent)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from django.utils import timezone
 from tandem.chat.models import AgentPresence, Conversation, Message
 from tandem.handoff import assignment, offline, states
 from tenants.models import AuditLog, Membership
-from tests.console.conftest import conversation, user
+from tests.world import conversation, user
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from tandem.chat.visitors import visitor_establish
 from tandem.handoff import events, states
 from tandem.handoff.inbox_feed import frame_for
 from tenants.models import Membership
-from tests.console.conftest import user
+from tests.world import user
 
 pytestmark = pytest.mark.django_db
 CHROME_MAC = ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) "
