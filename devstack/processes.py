@@ -202,11 +202,12 @@ def extra_worker(platform: Platform, *, role: str, pool: str, env: dict, concurr
 
 
 @contextmanager
-def extra_web(platform: Platform):
-    """A second daphne process on the same database and Redis; yields its base URL."""
+def extra_web(platform: Platform, **env: str):
+    """A second daphne process on the same database and Redis, with `env` over the
+    platform's environment; yields its base URL."""
     port = free_port()
     name = f"web-{port}"
-    platform.procs[name] = _spawn(name, daphne_argv("127.0.0.1", port), platform.env, platform.log_dir)
+    platform.procs[name] = _spawn(name, daphne_argv("127.0.0.1", port), {**platform.env, **env}, platform.log_dir)
     try:
         wait_for(lambda: _port_open(port), timeout=60, what="second daphne", procs={name: platform.procs[name]},
                  log_dir=platform.log_dir)

@@ -14,10 +14,9 @@ from django.db import connections  # noqa: E402
 
 def _close_http_request_connections(**_):
     """Under ASGI each HTTP request runs its sync code on a thread of its own (Django's
-    ThreadSensitiveContext), and this signal is sent on that thread: close its database
-    connections now, whatever DB_CONN_MAX_AGE says, or they would outlive the thread and
-    wait for the garbage collector. Persistent connections are for the websocket
-    consumers, whose database work runs on threads that live as long as daphne."""
+    ThreadSensitiveContext), and this signal is sent on that thread: give its database
+    connections back now (to the process's pool: tandem/webserver.py), or they would
+    outlive the thread and wait for the garbage collector."""
     connections.close_all()
 
 

@@ -102,20 +102,17 @@ TEMPLATES = [
     },
 ]
 
-# Persistent connections, for the websocket path: a chat message that opens its own
-# database connection pays for it on the time to first token (PostgreSQL forks a backend
-# per connection: ~5 ms here). Where they apply, and why that is safe:
-# - daphne's websocket consumers: Channels' database_sync_to_async closes a connection
-#   that is too old or broken on the thread that owns it, before and after each call,
-#   and those threads (daphne's one sync thread, the event loop's executor) are few and
-#   live as long as the process. Health checks replace a connection the server dropped.
-# - daphne's HTTP requests: not persistent. Each runs on a thread of its own under ASGI,
-#   so tandem/asgi.py closes its connections when the request finishes.
+# Reused connections: a chat message that opens its own database connection pays for it
+# on the time to first token (PostgreSQL forks a backend per connection: ~5 ms here).
+# - The web process (daphne) takes its connections from a pool (DB_POOL_SIZE below, set
+#   by tandem/webserver.py): its websocket consumers' database calls and its HTTP
+#   requests, each of which runs on a thread of its own under ASGI, return theirs when
+#   they finish (Channels' database_sync_to_async; tandem/asgi.py for a request).
 # - Celery workers: Celery's Django fixup closes every connection before and after each
 #   task (the model workers' many threads never hoard connections), except in the CPU
-#   tier (tandem/celery.py): one task at a time per process, and its retrieval
-#   reads the database on the way to the first token; its connection is checked before
-#   each task as a request's is (inference.worker.signals).
+#   tier (tandem/celery.py): one task at a time per process, and its retrieval reads the
+#   database on the way to the first token, so its connection persists for
+#   DB_CONN_MAX_AGE and is checked before each task (inference.worker.signals).
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'tandem.sqlite3'}"),
@@ -260,6 +257,23 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("DB_PREPAR
     # never prepare. Off (DB_PREPARED_STATEMENTS=false) behind a transaction-pooling
     # PgBouncer older than 1.21, which cannot follow a statement across connections.
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 5)
+# A pool of DB_POOL_SIZE connections per process (psycopg_pool, through Django), which a
+# thread waits up to DB_POOL_WAIT_S for instead of opening a connection of its own. The
+# web process turns it on (tandem/webserver.py): each of its HTTP requests runs on a
+# thread of its own, so without a pool a burst of requests opens one connection each and
+# passes PostgreSQL's max_connections, failing requests and the workers' tasks alike.
+# Pooled connections are not persistent (Django refuses both), but taking one from the
+# pool costs a health check's round trip, not a new backend. 0: no pool (the workers).
+DB_POOL_SIZE = int(os.environ.get("DB_POOL_SIZE", "0"))
+DB_POOL_WAIT_S = float(os.environ.get("DB_POOL_WAIT_S", "10"))
+if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    # Each process's connections carry its name (as its Redis connections do), so an
+    # operator or a test can count them in pg_stat_activity (a prefork worker's children
+    # carry their parent's: the process that read the settings).
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("application_name", f"tandem-{os.getpid()}")
+    if DB_POOL_SIZE:
+        DATABASES["default"]["CONN_MAX_AGE"] = 0
+        DATABASES["default"]["OPTIONS"]["pool"] = {"min_size": 1, "max_size": DB_POOL_SIZE, "timeout": DB_POOL_WAIT_S}
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Tests start real worker processes that must see the test database: a file, not :memory:.
     # One file per test session: a file deleted and re-created under a process that still

@@ -12,10 +12,16 @@ a keepalive ping goes out within 10 s of its interval. Nothing else of daphne ch
 
 from __future__ import annotations
 
+import os
+
 from daphne.cli import CommandLineInterface
 from daphne.server import Server  # installs Twisted's asyncio reactor: import it first
 from twisted.internet import reactor
 
+# Its database connections come from a pool of this many (tandem/settings.py: DB_POOL_SIZE,
+# which overrides it): each HTTP request runs its sync code on a thread of its own, and
+# requests past this many wait for a connection instead of each opening one.
+WEB_DB_POOL_SIZE = "10"
 HOUSEKEEPING_EVERY = 5
 # daphne's own periods (daphne/server.py), which its checkers reschedule themselves with.
 APPLICATION_CHECK_S = 1
@@ -46,4 +52,5 @@ class TandemCommandLine(CommandLineInterface):
 
 
 if __name__ == "__main__":
+    os.environ.setdefault("DB_POOL_SIZE", WEB_DB_POOL_SIZE)  # before daphne loads the settings
     TandemCommandLine.entrypoint()

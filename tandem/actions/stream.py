@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 
 from inference.wire.connections import async_redis
 from tandem.api.tool_calls import CALL_OPEN
@@ -105,7 +105,7 @@ class TurnFollower:
         state moves), or (None, the error record that ends the answer)."""
         aredis = async_redis()
         after = await events.last_id(aredis, self.conversation_id)  # before the read: nothing is missed
-        lookup = sync_to_async(continuation_of)
+        lookup = database_sync_to_async(continuation_of)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + conf.rest_wait_s()
         tail = events.tail(aredis, self.conversation_id, after=after, idle_s=5.0)

@@ -5,6 +5,7 @@ RateLimitError, BadRequestError …) unchanged."""
 from __future__ import annotations
 
 from django.http import JsonResponse
+from psycopg_pool import PoolTimeout
 
 TYPES = {
     400: "invalid_request_error",
@@ -42,11 +43,27 @@ def error_response(status: int, message: str, *, code: str | None = None, param:
     return resp
 
 
+BUSY_RETRY_AFTER_S = 1
+
+
+def database_busy(exc: BaseException) -> bool:
+    """Whether `exc` is the web process's database pool staying full for DB_POOL_WAIT_S
+    (tandem/settings.py): an overload the client should retry, not a bug."""
+    return isinstance(exc.__cause__, PoolTimeout) or isinstance(exc, PoolTimeout)
+
+
+def busy_error() -> ApiError:
+    return ApiError(503, "The server is busy; retry shortly.", code="server_busy",
+                    headers={"Retry-After": str(BUSY_RETRY_AFTER_S)})
+
+
 def drf_exception_handler(exc, context):
     """DRF's errors (sync endpoints) in the same envelope."""
     from rest_framework import exceptions
     from rest_framework.views import exception_handler
 
+    if database_busy(exc):
+        exc = busy_error()
     if isinstance(exc, ApiError):
         return _as_drf(exc.status, exc.message, exc.code, exc.param, exc.headers)
     response = exception_handler(exc, context)

@@ -4,7 +4,7 @@ bulk import, and the retrieval settings. Thin: each calls `knowledge.services` o
 
 from __future__ import annotations
 
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import HttpResponse, JsonResponse
@@ -79,14 +79,14 @@ class ArticleListView(AsyncAPIView):
             rows, more = selectors.article_list(tenant=api_key.tenant, limit=limit, offset=offset)
             return [ks.article_data(a) for a in rows], more
 
-        data, more = await sync_to_async(page)()
+        data, more = await database_sync_to_async(page)()
         return JsonResponse({"object": "list", "data": data, "has_more": more})
 
     async def post_async(self, request):
         api_key = await self.authenticate(request)
-        body = await sync_to_async(_json)(self, request)
+        body = await database_sync_to_async(_json)(self, request)
         data = self.validate(ks.ArticleCreateSerializer, body)
-        article = await sync_to_async(_input)(services.article_create, tenant=api_key.tenant, **data)
+        article = await database_sync_to_async(_input)(services.article_create, tenant=api_key.tenant, **data)
         return JsonResponse(ks.article_data(article, body=True), status=201)
 
 
@@ -109,12 +109,12 @@ class ArticleDetailView(AsyncAPIView):
 
     async def get_async(self, request, article_id):
         api_key = await self.authenticate(request)
-        article = await sync_to_async(_input)(selectors.article_get, tenant=api_key.tenant, article_id=article_id)
+        article = await database_sync_to_async(_input)(selectors.article_get, tenant=api_key.tenant, article_id=article_id)
         return JsonResponse(ks.article_data(article, body=True))
 
     async def patch_async(self, request, article_id):
         api_key = await self.authenticate(request)
-        body = await sync_to_async(_json)(self, request)
+        body = await database_sync_to_async(_json)(self, request)
         _only(body, list(ks.ArticleUpdateSerializer().fields))
         data = self.validate(ks.ArticleUpdateSerializer, body)
 
@@ -122,7 +122,7 @@ class ArticleDetailView(AsyncAPIView):
             article = selectors.article_get(tenant=api_key.tenant, article_id=article_id)
             return services.article_update(article=article, **data)
 
-        article = await sync_to_async(_input)(update)
+        article = await database_sync_to_async(_input)(update)
         return JsonResponse(ks.article_data(article, body=True))
 
     async def delete_async(self, request, article_id):
@@ -131,7 +131,7 @@ class ArticleDetailView(AsyncAPIView):
         def delete():
             services.article_delete(article=selectors.article_get(tenant=api_key.tenant, article_id=article_id))
 
-        await sync_to_async(_input)(delete)
+        await database_sync_to_async(_input)(delete)
         return HttpResponse(status=204)
 
 
@@ -157,7 +157,7 @@ class ArticleImportView(AsyncAPIView):
             items = _upload_items(request)
             return services.articles_import(tenant=api_key.tenant, items=items, index="async")
 
-        result = await sync_to_async(_input)(run)
+        result = await database_sync_to_async(_input)(run)
         return JsonResponse({"object": "knowledge.import", "created": result.created, "updated": result.updated,
                              "unchanged": result.unchanged,
                              "data": [ks.article_data(a) for a in result.articles]}, status=201)
@@ -178,7 +178,7 @@ class KnowledgeSettingsView(AsyncAPIView):
 
     async def get_async(self, request):
         api_key = await self.authenticate(request)
-        current = await sync_to_async(selectors.settings_for)(api_key.tenant)
+        current = await database_sync_to_async(selectors.settings_for)(api_key.tenant)
         return JsonResponse(_settings_data(current))
 
     async def patch_async(self, request):
@@ -186,7 +186,7 @@ class KnowledgeSettingsView(AsyncAPIView):
         body = self.json_body(request)
         _only(body, list(ks.KnowledgeSettingsUpdateSerializer().fields))
         data = self.validate(ks.KnowledgeSettingsUpdateSerializer, body)
-        current = await sync_to_async(_input)(services.settings_update, tenant=api_key.tenant, **data)
+        current = await database_sync_to_async(_input)(services.settings_update, tenant=api_key.tenant, **data)
         return JsonResponse(_settings_data(current))
 
 

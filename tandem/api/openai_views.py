@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from django.http import JsonResponse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 
@@ -75,7 +75,7 @@ class ChatCompletionsView(AsyncAPIView):
                     for m in data["messages"]]
         if calling:
             messages.insert(0, ("system", tool_calls.system_prompt(data)))
-        subs = await sync_to_async(submit_choices)(
+        subs = await database_sync_to_async(submit_choices)(
             n=data.get("n") or 1, api_key=api_key, messages=messages, channel=Conversation.Channel.API,
             visitor_id=data.get("user") or data.get("safety_identifier") or "", sampling=sampling,
         )

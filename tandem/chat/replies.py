@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from django.conf import settings
 
 from inference.pipeline import api
@@ -58,7 +58,7 @@ class ReplyFollower:
                 continue
             else:
                 self._gave_up = True
-                failed = await sync_to_async(_give_up)(self.request_id, served=self.served,
+                failed = await database_sync_to_async(_give_up)(self.request_id, served=self.served,
                                                        stalled=self._seen_token)
                 # When it failed the request, its error record arrives through the stream next.
                 if failed:
@@ -81,4 +81,4 @@ class ReplyFollower:
 
     async def cancel(self) -> None:
         if not self.finished:
-            await sync_to_async(api.cancel)(request_id=self.request_id)
+            await database_sync_to_async(api.cancel)(request_id=self.request_id)
