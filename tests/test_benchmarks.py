@@ -162,5 +162,18 @@ def check_webhooks(doc: dict) -> None:
     assert r["bad_signatures"] == 0 and r["signatures_verified"] > 0, r
 
 
+def check_webdb(doc: dict) -> None:
+    sides = {(s["burst"], s["side"]): s for s in doc["summary"]}
+    assert set(sides) == {(n, side) for n in (10, 20) for side in ("pooled", "no pool")}, sorted(sides)
+    for (n, _side), s in sides.items():
+        assert s["sent"] == n and positive(s["p50_ms"]) and s["p99_ms"] >= s["p50_ms"], s
+        assert s["db_connections_max"] >= 1, s
+    # A burst of 20 is under PostgreSQL's max_connections, so both sides answer it all;
+    # only the pooled one keeps to its pool.
+    assert all(s["ok"] == s["sent"] for s in sides.values()), sides
+    assert sides[(20, "pooled")]["db_connections_max"] <= doc["config"]["pool_size"]
+
+
 CHECKS = {"engine": check_engine, "e2e": check_e2e, "fairness": check_fairness, "faults": check_faults,
-          "knowledge": check_knowledge, "admission": check_admission, "webhooks": check_webhooks}
+          "knowledge": check_knowledge, "admission": check_admission, "webhooks": check_webhooks,
+          "webdb": check_webdb}
