@@ -127,10 +127,10 @@ def main(argv: list[str]) -> None:
         say(f"starting daphne with its pool and one without (logs: {site.log_dir})")
         with running_platform(db_url=site.db_url, model_dir=str(site.model_dir), workers=[], extra_env=env,
                               log_dir=site.log_dir) as plat, extra_web(plat, DB_POOL_SIZE="0") as peer_url:
-            sides = {"pooled": (plat.base_url, plat.procs["web"].pid),
-                     "no pool": (peer_url, plat.procs[f"web-{peer_url.rsplit(':', 1)[1]}"].pid)}
-            for url, _ in sides.values():  # warm-up: code paths loaded, the pool opened
-                measure(url, key, 4, ConnectionPeak(site.db_url, 0))
+            sides = {"pooled": (plat.base_url, plat.web_pid(plat.base_url)),
+                     "no pool": (peer_url, plat.web_pid(peer_url))}
+            for url, pid in sides.values():  # warm-up: code paths loaded, the pool opened
+                measure(url, key, 4, ConnectionPeak(site.db_url, pid))
             runs: dict[str, dict[int, list[dict]]] = {side: {n: [] for n in bursts} for side in sides}
             for n in bursts:
                 for r in range(args.rounds):

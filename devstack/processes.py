@@ -105,6 +105,13 @@ class Platform:
         proc.wait(timeout=20)
         return proc.pid
 
+    def web_pid(self, url: str) -> int:
+        """The PID of the web process at `url` (one of web_urls, or extra_web's)."""
+        if url in self.web_urls:
+            i = self.web_urls.index(url)
+            return self.procs["web" if i == 0 else f"web-{i + 1}"].pid
+        return self.procs[f"web-{url.rsplit(':', 1)[1]}"].pid
+
     def worker_name(self, name: str, client: redis.Redis) -> str | None:
         """The worker name (as heartbeats and ownership record it) of process `name`."""
         pid = self.procs[name].pid

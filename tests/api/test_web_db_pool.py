@@ -9,12 +9,11 @@ PostgreSQL's max_connections (CI saw one such 500)."""
 from __future__ import annotations
 
 import asyncio
-import threading
 
-import psycopg
 import pytest
 from django.db import connection
 
+from benchmarks.webdb import ConnectionPeak
 from devstack.processes import database_url, extra_web
 from tests.api.test_rate_limits import body, burst, model_id
 from tests.factories import make_tenant
@@ -22,45 +21,17 @@ from tests.factories import make_tenant
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-class ConnectionCounter:
-    """The most connections the process `pid` held at once (its application_name, from
-    tandem/settings.py), read from pg_stat_activity on a connection of its own until
-    stopped."""
-
-    def __init__(self, pid: int):
-        self.name, self.most, self._stop = f"tandem-{pid}", 0, threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        with psycopg.connect(database_url(connection.settings_dict), autocommit=True) as conn:
-            while not self._stop.is_set():
-                (count,) = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
-                                        [self.name]).fetchone()
-                self.most = max(self.most, count)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join(timeout=10)
-
-
-def web_pid(platform, url: str) -> int:
-    return platform.procs[f"web-{url.rsplit(':', 1)[1]}"].pid
-
-
 def test_a_burst_of_100_requests_holds_at_most_the_pools_connections_and_is_all_answered(platform):
     tenant = make_tenant(requests_per_minute=20, max_concurrent_streams=200, max_output_tokens=4)
     key = tenant.secret_key.plaintext
     model = model_id(platform, key)
-    with extra_web(platform, DB_POOL_SIZE="4") as web, ConnectionCounter(web_pid(platform, web)) as counter:
-        responses = asyncio.run(burst([web], key, [body(model)] * 100))
+    with extra_web(platform, DB_POOL_SIZE="4") as web:
+        with ConnectionPeak(database_url(connection.settings_dict), platform.web_pid(web)) as peak:
+            responses = asyncio.run(burst([web], key, [body(model)] * 100))
     statuses = [r.status_code for r in responses]
     assert statuses.count(200) == 20, statuses
     assert statuses.count(429) == 80, statuses
-    assert 1 <= counter.most <= 4, counter.most  # the pool's size, whatever the burst
+    assert 1 <= peak.most <= 4, peak.most  # the pool's size, whatever the burst
 
 
 def test_a_request_that_waits_past_the_pools_wait_is_a_503_to_retry_not_a_500(platform):
