@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import asyncio
 
-from channels.db import database_sync_to_async
-
 from inference.wire.connections import async_redis
 from tandem.api.tool_calls import CALL_OPEN
 from tandem.chat.replies import ReplyFollower
+from tandem.db_pool import pooled_sync_to_async
 from tandem.handoff import events
 
 from . import conf
@@ -105,7 +104,7 @@ class TurnFollower:
         state moves), or (None, the error record that ends the answer)."""
         aredis = async_redis()
         after = await events.last_id(aredis, self.conversation_id)  # before the read: nothing is missed
-        lookup = database_sync_to_async(continuation_of)
+        lookup = pooled_sync_to_async(continuation_of)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + conf.rest_wait_s()
         tail = events.tail(aredis, self.conversation_id, after=after, idle_s=5.0)

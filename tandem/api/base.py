@@ -6,24 +6,24 @@ every other sync view. So the endpoints that wait on a reply are async functions
 base gives them a DRF APIView class (`view.cls`) that drf-spectacular reads for the
 schema, while requests go to the class's `<method>_async` handlers.
 
-Their database work goes through Channels' `database_sync_to_async`, which gives the
-connection back to the web process's pool (tandem/webserver.py) after each call: a
-reply's connection is otherwise held for as long as it streams or waits, and a few long
-replies would hold every pooled connection."""
+Their database work goes through `tandem.db_pool.pooled_sync_to_async`, which gives the
+connection back to the web process's pool after each call: a reply's connection is
+otherwise held for as long as it streams or waits, and a few long replies would hold
+every pooled connection."""
 
 from __future__ import annotations
 
 import json
 import logging
 
-from channels.db import database_sync_to_async
 from rest_framework.parsers import JSONParser
 from rest_framework.views import APIView
 
+from tandem.db_pool import pool_exhausted, pooled_sync_to_async
 from tenants.models import ApiKey
 
 from .auth import authenticate_request
-from .errors import ApiError, busy_error, database_busy, error_response, first_validation_error
+from .errors import ApiError, busy_error, error_response, first_validation_error
 
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 1024 * 1024
@@ -47,7 +47,7 @@ class AsyncAPIView(APIView):
             except ApiError as exc:
                 return exc.response()
             except Exception as exc:
-                if database_busy(exc):
+                if pool_exhausted(exc):
                     return busy_error().response()
                 # A bug, not a refusal: logged with its traceback, and answered in the
                 # envelope every OpenAI client parses rather than Django's HTML page.
@@ -65,7 +65,7 @@ class AsyncAPIView(APIView):
         return [m.upper() for m in self.http_method_names if hasattr(self, f"{m}_async")]
 
     async def authenticate(self, request) -> ApiKey:
-        return await database_sync_to_async(authenticate_request)(request)
+        return await pooled_sync_to_async(authenticate_request)(request)
 
     @staticmethod
     def json_body(request, max_bytes: int = MAX_BODY_BYTES) -> dict:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 
 import redis
-from channels.db import database_sync_to_async
 from django.http import JsonResponse
 from drf_spectacular.utils import extend_schema
 
@@ -22,6 +21,7 @@ from tandem.actions.transcript import rest_fields
 from tandem.chat import services
 from tandem.chat.models import Conversation, Message
 from tandem.chat.sampling import sampling_for_tandem
+from tandem.db_pool import pooled_sync_to_async
 from tenants import quotas
 from tenants.selectors import usage_daily
 
@@ -84,13 +84,13 @@ class ConversationListView(AsyncAPIView):
             rows, more = services.conversation_list(tenant=api_key.tenant, limit=limit)
             return [_conversation(c) for c in rows], more
 
-        data, more = await database_sync_to_async(page)()
+        data, more = await pooled_sync_to_async(page)()
         return JsonResponse({"object": "list", "data": data, "has_more": more})
 
     async def post_async(self, request):
         api_key = await self.authenticate(request)
         data = self.validate(s.ConversationCreateSerializer, self.json_body(request))
-        conv = await database_sync_to_async(services.conversation_create)(
+        conv = await pooled_sync_to_async(services.conversation_create)(
             tenant=api_key.tenant, channel=Conversation.Channel.API, visitor_id=data.get("visitor_id", ""))
         return JsonResponse(_conversation(conv), status=201)
 
@@ -102,7 +102,7 @@ class ConversationDetailView(AsyncAPIView):
 
     async def get_async(self, request, conversation_id):
         api_key = await self.authenticate(request)
-        conv = await database_sync_to_async(_not_found)(services.conversation_get, tenant=api_key.tenant,
+        conv = await pooled_sync_to_async(_not_found)(services.conversation_get, tenant=api_key.tenant,
                                                conversation_id=conversation_id)
         return JsonResponse(_conversation(conv))
 
@@ -130,7 +130,7 @@ class ConversationMessagesView(AsyncAPIView):
             calls = rest_fields(messages)
             return [_message(m, cited.get(str(m.pk)), calls.get(str(m.pk))) for m in messages]
 
-        return JsonResponse({"object": "list", "data": await database_sync_to_async(transcript)()})
+        return JsonResponse({"object": "list", "data": await pooled_sync_to_async(transcript)()})
 
     async def post_async(self, request, conversation_id):
         api_key = await self.authenticate(request)
@@ -138,13 +138,13 @@ class ConversationMessagesView(AsyncAPIView):
         refuse_unknown(body, s.PostMessageSerializer)
         data = self.validate(s.PostMessageSerializer, body)
         # Reads the tenant's repetition control (tandem.repetition): the database.
-        sampling = await database_sync_to_async(sampling_for_tandem)(
+        sampling = await pooled_sync_to_async(sampling_for_tandem)(
             quota=api_key.tenant.quota, max_tokens=data.get("max_tokens"), temperature=data.get("temperature"),
             seed=data.get("seed"), frequency_penalty=data.get("frequency_penalty"),
             presence_penalty=data.get("presence_penalty"), top_p=data.get("top_p"),
             repetition_penalty=data.get("repetition_penalty"))
 
-        sub = await database_sync_to_async(submit_or_raise)(
+        sub = await pooled_sync_to_async(submit_or_raise)(
             api_key=api_key, messages=[("user", data["content"])], conversation_id=conversation_id,
             channel=Conversation.Channel.API, sampling=sampling, input_param="content",
             offer_actions=data["actions"])
@@ -171,9 +171,9 @@ class UsageView(AsyncAPIView):
             raise ApiError(400, "'from' must not be after 'to'.", code="invalid_value", param="from")
         if (end - start).days > 366:
             raise ApiError(400, "The range may span at most 366 days.", code="invalid_value", param="from")
-        days = await database_sync_to_async(usage_daily)(tenant=api_key.tenant, start=start, end=end)
+        days = await pooled_sync_to_async(usage_daily)(tenant=api_key.tenant, start=start, end=end)
         return JsonResponse({"object": "list", "data": days,
-                             "refused_today": await database_sync_to_async(_refused_today)(api_key.tenant)})
+                             "refused_today": await pooled_sync_to_async(_refused_today)(api_key.tenant)})
 
 
 def _refused_today(tenant) -> dict[str, int]:

@@ -5,7 +5,8 @@ RateLimitError, BadRequestError …) unchanged."""
 from __future__ import annotations
 
 from django.http import JsonResponse
-from psycopg_pool import PoolTimeout
+
+from tandem.db_pool import pool_exhausted
 
 TYPES = {
     400: "invalid_request_error",
@@ -46,13 +47,8 @@ def error_response(status: int, message: str, *, code: str | None = None, param:
 BUSY_RETRY_AFTER_S = 1
 
 
-def database_busy(exc: BaseException) -> bool:
-    """Whether `exc` is the web process's database pool staying full for DB_POOL_WAIT_S
-    (tandem/settings.py): an overload the client should retry, not a bug."""
-    return isinstance(exc.__cause__, PoolTimeout) or isinstance(exc, PoolTimeout)
-
-
 def busy_error() -> ApiError:
+    """The web process's database pool stayed full (tandem.db_pool.pool_exhausted)."""
     return ApiError(503, "The server is busy; retry shortly.", code="server_busy",
                     headers={"Retry-After": str(BUSY_RETRY_AFTER_S)})
 
@@ -62,7 +58,7 @@ def drf_exception_handler(exc, context):
     from rest_framework import exceptions
     from rest_framework.views import exception_handler
 
-    if database_busy(exc):
+    if pool_exhausted(exc):
         exc = busy_error()
     if isinstance(exc, ApiError):
         return _as_drf(exc.status, exc.message, exc.code, exc.param, exc.headers)

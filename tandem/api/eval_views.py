@@ -5,10 +5,10 @@ is a 404 like a missing one. Nothing is asked here: a run's steps go to the CPU 
 
 from __future__ import annotations
 
-from channels.db import database_sync_to_async
 from django.http import HttpResponse, JsonResponse
 from drf_spectacular.utils import extend_schema
 
+from tandem.db_pool import pooled_sync_to_async
 from tandem.evals import selectors, services
 from tenants.access import NotFound
 
@@ -52,7 +52,7 @@ class CaseListView(AsyncAPIView):
         def read():
             return [es.case_data(c) for c in selectors.case_list(tenant=api_key.tenant)]
 
-        return JsonResponse({"object": "list", "data": await database_sync_to_async(read)(), "has_more": False})
+        return JsonResponse({"object": "list", "data": await pooled_sync_to_async(read)(), "has_more": False})
 
     async def post_async(self, request):
         api_key = await self.authenticate(request)
@@ -63,7 +63,7 @@ class CaseListView(AsyncAPIView):
         def create():
             return es.case_data(services.case_create(tenant=api_key.tenant, **body))
 
-        return JsonResponse(await database_sync_to_async(_call)(create), status=201)
+        return JsonResponse(await pooled_sync_to_async(_call)(create), status=201)
 
 
 class CaseDetailView(AsyncAPIView):
@@ -86,7 +86,7 @@ class CaseDetailView(AsyncAPIView):
         def read():
             return es.case_data(selectors.case_get(tenant=api_key.tenant, case_id=case_id))
 
-        return JsonResponse(await database_sync_to_async(_call)(read))
+        return JsonResponse(await pooled_sync_to_async(_call)(read))
 
     async def patch_async(self, request, case_id):
         api_key = await self.authenticate(request)
@@ -96,7 +96,7 @@ class CaseDetailView(AsyncAPIView):
             case = selectors.case_get(tenant=api_key.tenant, case_id=case_id)
             return es.case_data(services.case_update(case=case, **body))
 
-        return JsonResponse(await database_sync_to_async(_call)(update))
+        return JsonResponse(await pooled_sync_to_async(_call)(update))
 
     async def delete_async(self, request, case_id):
         api_key = await self.authenticate(request)
@@ -104,7 +104,7 @@ class CaseDetailView(AsyncAPIView):
         def delete():
             services.case_delete(case=selectors.case_get(tenant=api_key.tenant, case_id=case_id))
 
-        await database_sync_to_async(_call)(delete)
+        await pooled_sync_to_async(_call)(delete)
         return HttpResponse(status=204)
 
 
@@ -128,7 +128,7 @@ class RunListView(AsyncAPIView):
         def read():
             return [es.run_data(r, results=False) for r in selectors.run_list(tenant=api_key.tenant)]
 
-        return JsonResponse({"object": "list", "data": await database_sync_to_async(read)(), "has_more": False})
+        return JsonResponse({"object": "list", "data": await pooled_sync_to_async(read)(), "has_more": False})
 
     async def post_async(self, request):
         api_key = await self.authenticate(request)
@@ -141,7 +141,7 @@ class RunListView(AsyncAPIView):
             return es.run_data(services.run_start(tenant=api_key.tenant, settings=settings,
                                                   draft_id=body.get("draft")))
 
-        return JsonResponse(await database_sync_to_async(_call)(start), status=202)
+        return JsonResponse(await pooled_sync_to_async(_call)(start), status=202)
 
 
 class RunDetailView(AsyncAPIView):
@@ -155,4 +155,4 @@ class RunDetailView(AsyncAPIView):
         def read():
             return es.run_data(selectors.run_get(tenant=api_key.tenant, run_id=run_id))
 
-        return JsonResponse(await database_sync_to_async(_call)(read))
+        return JsonResponse(await pooled_sync_to_async(_call)(read))

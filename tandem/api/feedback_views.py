@@ -5,11 +5,11 @@ server relays what its user said. Thin: the rules are tandem.feedback.services'.
 
 from __future__ import annotations
 
-from channels.db import database_sync_to_async
 from django.http import JsonResponse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 
 from tandem.chat.validation import InvalidInput
+from tandem.db_pool import pooled_sync_to_async
 from tandem.feedback import selectors, services
 from tandem.feedback.models import Csat, Feedback
 from tenants.access import NotFound
@@ -56,7 +56,7 @@ class MessageFeedbackView(AsyncAPIView):
         api_key = await self.authenticate(request)
         body = self.json_body(request)
         refuse_unknown(body, fs.FeedbackRequestSerializer)
-        row = await database_sync_to_async(_call)(services.feedback_give, tenant=api_key.tenant, message_id=message_id,
+        row = await pooled_sync_to_async(_call)(services.feedback_give, tenant=api_key.tenant, message_id=message_id,
                                          rating=body.get("rating"), comment=body.get("comment"))
         return JsonResponse(_feedback(row))
 
@@ -75,7 +75,7 @@ class ConversationCsatView(AsyncAPIView):
 
     async def get_async(self, request, conversation_id):
         api_key = await self.authenticate(request)
-        row = await database_sync_to_async(_call)(selectors.csat_get, tenant=api_key.tenant,
+        row = await pooled_sync_to_async(_call)(selectors.csat_get, tenant=api_key.tenant,
                                          conversation_id=conversation_id)
         if row is None:
             raise ApiError(404, "This conversation has no score yet.", code="csat_not_found")
@@ -85,6 +85,6 @@ class ConversationCsatView(AsyncAPIView):
         api_key = await self.authenticate(request)
         body = self.json_body(request)
         refuse_unknown(body, fs.CsatRequestSerializer)
-        row = await database_sync_to_async(_call)(services.csat_give, tenant=api_key.tenant, conversation_id=conversation_id,
+        row = await pooled_sync_to_async(_call)(services.csat_give, tenant=api_key.tenant, conversation_id=conversation_id,
                                          score=body.get("score"), comment=body.get("comment"))
         return JsonResponse(_csat(row), status=201)

@@ -5,7 +5,6 @@ missing one. A sync never runs here: asking for one answers 202 at once."""
 
 from __future__ import annotations
 
-from channels.db import database_sync_to_async
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import HttpResponse, JsonResponse
 from drf_spectacular.utils import extend_schema
@@ -14,6 +13,7 @@ from rest_framework.parsers import MultiPartParser
 from knowledge import selectors, sources
 from knowledge.extraction import MAX_FILE_BYTES
 from knowledge.services import KnowledgeInputError
+from tandem.db_pool import pooled_sync_to_async
 
 from . import knowledge_source_serializers as ss
 from .base import AsyncAPIView
@@ -46,7 +46,7 @@ class SourceListView(AsyncAPIView):
 
     async def get_async(self, request):
         api_key = await self.authenticate(request)
-        rows = await database_sync_to_async(selectors.source_list)(tenant=api_key.tenant)
+        rows = await pooled_sync_to_async(selectors.source_list)(tenant=api_key.tenant)
         return JsonResponse({"object": "list", "data": [ss.source_data(s) for s in rows], "has_more": False})
 
     async def post_async(self, request):
@@ -57,7 +57,7 @@ class SourceListView(AsyncAPIView):
         def create():
             return ss.source_data(sources.source_create(tenant=api_key.tenant, **data), detail=True)
 
-        return JsonResponse(await database_sync_to_async(_input)(create), status=201)
+        return JsonResponse(await pooled_sync_to_async(_input)(create), status=201)
 
 
 class SourceDetailView(AsyncAPIView):
@@ -82,7 +82,7 @@ class SourceDetailView(AsyncAPIView):
         def read():
             return ss.source_data(selectors.source_get(tenant=api_key.tenant, source_id=source_id), detail=True)
 
-        return JsonResponse(await database_sync_to_async(_input)(read))
+        return JsonResponse(await pooled_sync_to_async(_input)(read))
 
     async def patch_async(self, request, source_id):
         api_key = await self.authenticate(request)
@@ -94,7 +94,7 @@ class SourceDetailView(AsyncAPIView):
             source = selectors.source_get(tenant=api_key.tenant, source_id=source_id)
             return ss.source_data(sources.source_update(source=source, **data), detail=True)
 
-        return JsonResponse(await database_sync_to_async(_input)(update))
+        return JsonResponse(await pooled_sync_to_async(_input)(update))
 
     async def delete_async(self, request, source_id):
         api_key = await self.authenticate(request)
@@ -102,7 +102,7 @@ class SourceDetailView(AsyncAPIView):
         def delete():
             sources.source_delete(source=selectors.source_get(tenant=api_key.tenant, source_id=source_id))
 
-        await database_sync_to_async(_input)(delete)
+        await pooled_sync_to_async(_input)(delete)
         return HttpResponse(status=204)
 
 
@@ -120,7 +120,7 @@ class SourceSyncView(AsyncAPIView):
             source = selectors.source_get(tenant=api_key.tenant, source_id=source_id)
             return ss.source_data(_sync(source=source), detail=True)
 
-        return JsonResponse(await database_sync_to_async(_input)(sync), status=202)
+        return JsonResponse(await pooled_sync_to_async(_input)(sync), status=202)
 
 
 class SourceFilesView(AsyncAPIView):
@@ -146,7 +146,7 @@ class SourceFilesView(AsyncAPIView):
             source = selectors.source_get(tenant=api_key.tenant, source_id=source_id)
             return [ss.file_data(f) for f in selectors.source_files(source=source)]
 
-        return JsonResponse({"object": "list", "data": await database_sync_to_async(_input)(files), "has_more": False})
+        return JsonResponse({"object": "list", "data": await pooled_sync_to_async(_input)(files), "has_more": False})
 
     async def post_async(self, request, source_id):
         api_key = await self.authenticate(request)
@@ -160,7 +160,7 @@ class SourceFilesView(AsyncAPIView):
             upload = _upload(request)
             return sources.source_file_add(source=source, name=upload.name or "", data=upload.read())
 
-        return JsonResponse(ss.file_data(await database_sync_to_async(_input)(add)), status=202)
+        return JsonResponse(ss.file_data(await pooled_sync_to_async(_input)(add)), status=202)
 
 
 class SourceFileDetailView(AsyncAPIView):
@@ -176,7 +176,7 @@ class SourceFileDetailView(AsyncAPIView):
             source = selectors.source_get(tenant=api_key.tenant, source_id=source_id)
             sources.source_file_remove(source=source, file_id=file_id)
 
-        await database_sync_to_async(_input)(remove)
+        await pooled_sync_to_async(_input)(remove)
         return HttpResponse(status=204)
 
 

@@ -4,7 +4,6 @@ bulk import, and the retrieval settings. Thin: each calls `knowledge.services` o
 
 from __future__ import annotations
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import HttpResponse, JsonResponse
@@ -12,6 +11,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.parsers import MultiPartParser
 
 from knowledge import importing, selectors, services
+from tandem.db_pool import pooled_sync_to_async
 from tenants.access import NotFound
 
 from . import knowledge_serializers as ks
@@ -79,14 +79,14 @@ class ArticleListView(AsyncAPIView):
             rows, more = selectors.article_list(tenant=api_key.tenant, limit=limit, offset=offset)
             return [ks.article_data(a) for a in rows], more
 
-        data, more = await database_sync_to_async(page)()
+        data, more = await pooled_sync_to_async(page)()
         return JsonResponse({"object": "list", "data": data, "has_more": more})
 
     async def post_async(self, request):
         api_key = await self.authenticate(request)
-        body = await database_sync_to_async(_json)(self, request)
+        body = await pooled_sync_to_async(_json)(self, request)
         data = self.validate(ks.ArticleCreateSerializer, body)
-        article = await database_sync_to_async(_input)(services.article_create, tenant=api_key.tenant, **data)
+        article = await pooled_sync_to_async(_input)(services.article_create, tenant=api_key.tenant, **data)
         return JsonResponse(ks.article_data(article, body=True), status=201)
 
 
@@ -109,12 +109,12 @@ class ArticleDetailView(AsyncAPIView):
 
     async def get_async(self, request, article_id):
         api_key = await self.authenticate(request)
-        article = await database_sync_to_async(_input)(selectors.article_get, tenant=api_key.tenant, article_id=article_id)
+        article = await pooled_sync_to_async(_input)(selectors.article_get, tenant=api_key.tenant, article_id=article_id)
         return JsonResponse(ks.article_data(article, body=True))
 
     async def patch_async(self, request, article_id):
         api_key = await self.authenticate(request)
-        body = await database_sync_to_async(_json)(self, request)
+        body = await pooled_sync_to_async(_json)(self, request)
         _only(body, list(ks.ArticleUpdateSerializer().fields))
         data = self.validate(ks.ArticleUpdateSerializer, body)
 
@@ -122,7 +122,7 @@ class ArticleDetailView(AsyncAPIView):
             article = selectors.article_get(tenant=api_key.tenant, article_id=article_id)
             return services.article_update(article=article, **data)
 
-        article = await database_sync_to_async(_input)(update)
+        article = await pooled_sync_to_async(_input)(update)
         return JsonResponse(ks.article_data(article, body=True))
 
     async def delete_async(self, request, article_id):
@@ -131,7 +131,7 @@ class ArticleDetailView(AsyncAPIView):
         def delete():
             services.article_delete(article=selectors.article_get(tenant=api_key.tenant, article_id=article_id))
 
-        await database_sync_to_async(_input)(delete)
+        await pooled_sync_to_async(_input)(delete)
         return HttpResponse(status=204)
 
 
@@ -157,7 +157,7 @@ class ArticleImportView(AsyncAPIView):
             items = _upload_items(request)
             return services.articles_import(tenant=api_key.tenant, items=items, index="async")
 
-        result = await database_sync_to_async(_input)(run)
+        result = await pooled_sync_to_async(_input)(run)
         return JsonResponse({"object": "knowledge.import", "created": result.created, "updated": result.updated,
                              "unchanged": result.unchanged,
                              "data": [ks.article_data(a) for a in result.articles]}, status=201)
@@ -178,7 +178,7 @@ class KnowledgeSettingsView(AsyncAPIView):
 
     async def get_async(self, request):
         api_key = await self.authenticate(request)
-        current = await database_sync_to_async(selectors.settings_for)(api_key.tenant)
+        current = await pooled_sync_to_async(selectors.settings_for)(api_key.tenant)
         return JsonResponse(_settings_data(current))
 
     async def patch_async(self, request):
@@ -186,7 +186,7 @@ class KnowledgeSettingsView(AsyncAPIView):
         body = self.json_body(request)
         _only(body, list(ks.KnowledgeSettingsUpdateSerializer().fields))
         data = self.validate(ks.KnowledgeSettingsUpdateSerializer, body)
-        current = await database_sync_to_async(_input)(services.settings_update, tenant=api_key.tenant, **data)
+        current = await pooled_sync_to_async(_input)(services.settings_update, tenant=api_key.tenant, **data)
         return JsonResponse(_settings_data(current))
 
 

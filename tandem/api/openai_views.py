@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import uuid
 
-from channels.db import database_sync_to_async
 from django.http import JsonResponse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 
@@ -14,6 +13,7 @@ from tandem.chat import services
 from tandem.chat.models import Conversation
 from tandem.chat.sampling import sampling_for_openai
 from tandem.chat.validation import InvalidInput
+from tandem.db_pool import pooled_sync_to_async
 
 from . import serializers as s
 from . import tool_calls
@@ -75,7 +75,7 @@ class ChatCompletionsView(AsyncAPIView):
                     for m in data["messages"]]
         if calling:
             messages.insert(0, ("system", tool_calls.system_prompt(data)))
-        subs = await database_sync_to_async(submit_choices)(
+        subs = await pooled_sync_to_async(submit_choices)(
             n=data.get("n") or 1, api_key=api_key, messages=messages, channel=Conversation.Channel.API,
             visitor_id=data.get("user") or data.get("safety_identifier") or "", sampling=sampling,
         )

@@ -6,10 +6,10 @@ tier's `webhooks` queue."""
 
 from __future__ import annotations
 
-from channels.db import database_sync_to_async
 from django.http import HttpResponse, JsonResponse
 from drf_spectacular.utils import extend_schema
 
+from tandem.db_pool import pooled_sync_to_async
 from tandem.webhooks import selectors, services
 from tenants.access import NotFound
 
@@ -57,7 +57,7 @@ class EndpointListView(AsyncAPIView):
         def read():
             return [ws.endpoint_data(e) for e in selectors.endpoint_list(tenant=api_key.tenant)]
 
-        return JsonResponse({"object": "list", "data": await database_sync_to_async(read)(), "has_more": False})
+        return JsonResponse({"object": "list", "data": await pooled_sync_to_async(read)(), "has_more": False})
 
     async def post_async(self, request):
         api_key = await self.authenticate(request)
@@ -68,7 +68,7 @@ class EndpointListView(AsyncAPIView):
                                             description=body.get("description", ""))
             return ws.endpoint_data(made.endpoint, secret=made.secret)
 
-        return JsonResponse(await database_sync_to_async(_call)(create), status=201)
+        return JsonResponse(await pooled_sync_to_async(_call)(create), status=201)
 
 
 class EndpointDetailView(AsyncAPIView):
@@ -93,7 +93,7 @@ class EndpointDetailView(AsyncAPIView):
         def read():
             return ws.endpoint_data(selectors.endpoint_get(tenant=api_key.tenant, endpoint_id=endpoint_id))
 
-        return JsonResponse(await database_sync_to_async(_call)(read))
+        return JsonResponse(await pooled_sync_to_async(_call)(read))
 
     async def patch_async(self, request, endpoint_id):
         api_key = await self.authenticate(request)
@@ -103,7 +103,7 @@ class EndpointDetailView(AsyncAPIView):
             endpoint = selectors.endpoint_get(tenant=api_key.tenant, endpoint_id=endpoint_id)
             return ws.endpoint_data(services.endpoint_update(endpoint=endpoint, **body))
 
-        return JsonResponse(await database_sync_to_async(_call)(update))
+        return JsonResponse(await pooled_sync_to_async(_call)(update))
 
     async def delete_async(self, request, endpoint_id):
         api_key = await self.authenticate(request)
@@ -111,7 +111,7 @@ class EndpointDetailView(AsyncAPIView):
         def delete():
             services.endpoint_delete(endpoint=selectors.endpoint_get(tenant=api_key.tenant, endpoint_id=endpoint_id))
 
-        await database_sync_to_async(_call)(delete)
+        await pooled_sync_to_async(_call)(delete)
         return HttpResponse(status=204)
 
 
@@ -129,7 +129,7 @@ class EndpointTestView(AsyncAPIView):
             endpoint = selectors.endpoint_get(tenant=api_key.tenant, endpoint_id=endpoint_id)
             return ws.delivery_data(services.endpoint_test(endpoint=endpoint))
 
-        return JsonResponse(await database_sync_to_async(_call)(test), status=202)
+        return JsonResponse(await pooled_sync_to_async(_call)(test), status=202)
 
 
 class EndpointDeliveriesView(AsyncAPIView):
@@ -145,4 +145,4 @@ class EndpointDeliveriesView(AsyncAPIView):
             endpoint = selectors.endpoint_get(tenant=api_key.tenant, endpoint_id=endpoint_id)
             return [ws.delivery_data(d) for d in selectors.delivery_list(endpoint=endpoint)]
 
-        return JsonResponse({"object": "list", "data": await database_sync_to_async(_call)(read), "has_more": False})
+        return JsonResponse({"object": "list", "data": await pooled_sync_to_async(_call)(read), "has_more": False})

@@ -7,11 +7,11 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 
 from inference.pipeline import api
 from inference.wire import streams
+from tandem.db_pool import pooled_sync_to_async
 
 EXPIRED = streams.error_record(
     "stream_expired", "This reply's stream has expired; its final text is in the conversation's transcript.")
@@ -58,7 +58,7 @@ class ReplyFollower:
                 continue
             else:
                 self._gave_up = True
-                failed = await database_sync_to_async(_give_up)(self.request_id, served=self.served,
+                failed = await pooled_sync_to_async(_give_up)(self.request_id, served=self.served,
                                                        stalled=self._seen_token)
                 # When it failed the request, its error record arrives through the stream next.
                 if failed:
@@ -81,4 +81,4 @@ class ReplyFollower:
 
     async def cancel(self) -> None:
         if not self.finished:
-            await database_sync_to_async(api.cancel)(request_id=self.request_id)
+            await pooled_sync_to_async(api.cancel)(request_id=self.request_id)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from channels.db import database_sync_to_async
 from django.http import JsonResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -21,6 +20,7 @@ from rest_framework import serializers
 from tandem.api.base import AsyncAPIView
 from tandem.api.errors import ApiError
 from tandem.api.openai_views import ERRORS
+from tandem.db_pool import pooled_sync_to_async
 from tenants.access import NotFound
 
 from . import services
@@ -93,7 +93,7 @@ class ContactDetailView(AsyncAPIView):
             return {"id": contact.id, "object": "contact", "kind": contact.kind, "conversations": len(rows),
                     "names": sorted({n for n, _ in rows if n}), "emails": sorted({e for _, e in rows if e})}
 
-        return JsonResponse(await database_sync_to_async(_call)(read))
+        return JsonResponse(await pooled_sync_to_async(_call)(read))
 
     async def delete_async(self, request, contact_id):
         api_key = await self.authenticate(request)
@@ -103,7 +103,7 @@ class ContactDetailView(AsyncAPIView):
                                              actor=KeyActor(api_key.prefix))
             return {"id": contact_id, "object": "contact", "deleted": True, "counts": erased.as_dict()}
 
-        return JsonResponse(await database_sync_to_async(_call)(delete))
+        return JsonResponse(await pooled_sync_to_async(_call)(delete))
 
 
 class ContactExportView(AsyncAPIView):
@@ -120,7 +120,7 @@ class ContactExportView(AsyncAPIView):
             return services.contact_export_take(tenant=api_key.tenant, contact_id=contact_id,
                                                 actor=KeyActor(api_key.prefix))
 
-        data = await database_sync_to_async(_call)(export)
+        data = await pooled_sync_to_async(_call)(export)
         response = JsonResponse(data, json_dumps_params={"ensure_ascii": False})
         response["Content-Disposition"] = 'attachment; filename="contact-export.json"'
         response["Cache-Control"] = "no-store"

@@ -1,0 +1,38 @@
+"""The web process's database pool (DB_POOL_SIZE, set by tandem/webserver.py): how its
+async code calls the database so that a connection goes back to the pool as soon as the
+call is done, and how to tell a pool that stayed full from a bug."""
+
+from __future__ import annotations
+
+import functools
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import connections
+from psycopg_pool import PoolTimeout
+
+
+def pooled_sync_to_async(fn, *, thread_sensitive: bool = True):
+    """`sync_to_async(fn)` for database work in an HTTP view (or a reply it follows): in a
+    process that pools its connections, the thread gives its connection back when `fn`
+    returns. An HTTP request's thread otherwise keeps it until the response ends, so a
+    few replies that stream or wait would hold the whole pool. (Channels'
+    database_sync_to_async gives it back too, but it also closes a connection inside a
+    transaction, which an in-process test, one transaction, does not survive; a process
+    without a pool keeps today's connection handling.)"""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if settings.DB_POOL_SIZE:
+                connections.close_all()
+
+    return sync_to_async(call, thread_sensitive=thread_sensitive)
+
+
+def pool_exhausted(exc: BaseException) -> bool:
+    """Whether `exc` is the pool staying full for DB_POOL_WAIT_S: an overload the client
+    should retry, not a bug."""
+    return isinstance(exc, PoolTimeout) or isinstance(exc.__cause__, PoolTimeout)
