@@ -1,6 +1,7 @@
 """The web process's database pool (DB_POOL_SIZE, set by tandem/webserver.py): how its
 async code calls the database so that a connection goes back to the pool as soon as the
-call is done, and how to tell a pool that stayed full from a bug."""
+call is done, how to tell a pool that stayed full from a bug, and the 503 a page answers
+then."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ import functools
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connections
+from django.http import HttpResponse
+from django.utils.deprecation import MiddlewareMixin
 from psycopg_pool import PoolTimeout
+
+RETRY_AFTER_S = 1  # a pool that stayed full DB_POOL_WAIT_S frees a connection in milliseconds
 
 
 def pooled_sync_to_async(fn, *, thread_sensitive: bool = True):
@@ -36,3 +41,17 @@ def pool_exhausted(exc: BaseException) -> bool:
     """Whether `exc` is the pool staying full for DB_POOL_WAIT_S: an overload the client
     should retry, not a bug."""
     return isinstance(exc, PoolTimeout) or isinstance(exc.__cause__, PoolTimeout)
+
+
+class PoolExhaustedMiddleware(MiddlewareMixin):
+    """A page or endpoint whose view found the pool full past DB_POOL_WAIT_S answers 503
+    with Retry-After, not a 500 (the API's views answer in their own envelope:
+    tandem.api.errors.busy_error)."""
+
+    def process_exception(self, request, exception):
+        if not pool_exhausted(exception):
+            return None
+        response = HttpResponse("The server is busy; retry shortly.\n", status=503,
+                                content_type="text/plain; charset=utf-8")
+        response["Retry-After"] = str(RETRY_AFTER_S)
+        return response

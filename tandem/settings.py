@@ -72,6 +72,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "tandem.ops.OpsMiddleware",  # /healthz, /readyz, /metrics: for probes, by any host name
+    "tandem.db_pool.PoolExhaustedMiddleware",  # a 503, not a 500, when the database pool stayed full
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.http import JsonResponse
 
-from tandem.db_pool import pool_exhausted
+from tandem.db_pool import RETRY_AFTER_S, pool_exhausted
 
 TYPES = {
     400: "invalid_request_error",
@@ -44,13 +44,10 @@ def error_response(status: int, message: str, *, code: str | None = None, param:
     return resp
 
 
-BUSY_RETRY_AFTER_S = 1
-
-
 def busy_error() -> ApiError:
     """The web process's database pool stayed full (tandem.db_pool.pool_exhausted)."""
     return ApiError(503, "The server is busy; retry shortly.", code="server_busy",
-                    headers={"Retry-After": str(BUSY_RETRY_AFTER_S)})
+                    headers={"Retry-After": str(RETRY_AFTER_S)})
 
 
 def drf_exception_handler(exc, context):

@@ -1,6 +1,6 @@
 """A web process's database connections stay a small constant under a burst of REST
 requests (tandem/webserver.py's pool), and a request that finds the pool full past its
-wait is a 503 to retry, never a 500.
+wait is a 503 to retry, never a 500: the API's, and a console page's.
 
 Each HTTP request runs its sync code on a thread of its own; before the pool, a burst of
 a hundred requests over two web processes opened a connection each and passed
@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 import pytest
 from django.db import connection
+from django.test import Client
 
 from benchmarks.webdb import ConnectionPeak
 from devstack.processes import database_url, extra_web
 from tests.api.test_rate_limits import body, burst, model_id
 from tests.factories import make_tenant
+from tests.world import user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -61,3 +64,21 @@ def test_streams_give_their_connection_back_while_they_stream(platform):
         responses = asyncio.run(burst([web], key, [body(model, "Tell me a long story.", 48, stream=True)] * 6))
     assert [r.status_code for r in responses] == [200] * 6, [r.text[:200] for r in responses]
     assert all(r.text.rstrip().endswith("data: [DONE]") for r in responses)
+
+
+def test_a_console_page_that_finds_the_pool_full_is_a_503_to_retry_not_a_500(platform):
+    client = Client()
+    client.force_login(user(is_staff=True))  # a session row: each page reads it, and the user
+    cookies = {"sessionid": client.cookies["sessionid"].value}
+
+    async def pages(url: str) -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=60, cookies=cookies) as http:
+            return await asyncio.gather(*(http.get(f"{url}/console/") for _ in range(60)))
+
+    with extra_web(platform, DB_POOL_SIZE="1", DB_POOL_WAIT_S="0.001") as web:
+        responses = asyncio.run(pages(web))
+    assert {r.status_code for r in responses} <= {200, 503}, sorted({r.status_code for r in responses})
+    assert any(r.status_code == 200 for r in responses)
+    busy = [r for r in responses if r.status_code == 503]
+    assert busy, "no page found the pool full"
+    assert busy[0].headers["retry-after"] == "1" and "busy" in busy[0].text
