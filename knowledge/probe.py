@@ -33,8 +33,11 @@ CONNECTIONS = 2
 
 @functools.cache
 def _client() -> redis.Redis:
-    pool = redis.BlockingConnectionPool.from_url(settings.REDIS_URL, max_connections=CONNECTIONS,
-                                                 timeout=settings.TANDEM_KNOWLEDGE_PROBE_WAIT_S)
+    wait = settings.TANDEM_KNOWLEDGE_PROBE_WAIT_S
+    # The socket's read timeout outlasts BLPOP's own (redis-py's default, 5 s, would cut a
+    # longer wait with a TimeoutError).
+    pool = redis.BlockingConnectionPool.from_url(settings.REDIS_URL, max_connections=CONNECTIONS, timeout=wait,
+                                                 socket_timeout=wait + 5)
     return redis.Redis(connection_pool=pool)
 
 

@@ -12,6 +12,7 @@ from django import forms
 from django.conf import settings
 
 from knowledge import probe, selectors
+from tandem.db_pool import give_back_connections
 
 from .base import render_page, tenant_page
 
@@ -30,11 +31,13 @@ def retrieval_test(request, access):
     rows = None
     unanswered = None
     status = 200
-    if form.is_bound:
-        if not form.is_valid():
-            status = 400
-        elif (hits := probe.probe(tenant_id=access.tenant.pk, question=form.cleaned_data["q"],
-                                  k=max(SHOWN, s.top_k), language=s.language, mode=s.mode)) is None:
+    if form.is_bound and not form.is_valid():
+        status = 400
+    elif form.is_bound:
+        give_back_connections()  # the wait for the CPU tier holds no database connection
+        hits = probe.probe(tenant_id=access.tenant.pk, question=form.cleaned_data["q"], k=max(SHOWN, s.top_k),
+                           language=s.language, mode=s.mode)
+        if hits is None:
             unanswered, status = settings.TANDEM_KNOWLEDGE_PROBE_WAIT_S, 503
         else:
             # Hits come best first, so "the top k of those at or above the minimum" (what
