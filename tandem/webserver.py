@@ -18,9 +18,10 @@ from daphne.cli import CommandLineInterface
 from daphne.server import Server  # installs Twisted's asyncio reactor: import it first
 from twisted.internet import reactor
 
-# Its database connections come from a pool of this many (tandem/settings.py: DB_POOL_SIZE,
-# which overrides it): each HTTP request runs its sync code on a thread of its own, and
-# requests past this many wait for a connection instead of each opening one.
+# Its database connections come from a pool of this many (DB_POOL_SIZE in tandem/settings.py;
+# the environment's DB_POOL_SIZE, where set, wins): each HTTP request runs its sync code
+# on a thread of its own, and requests past this many wait for a connection instead of
+# each opening one.
 WEB_DB_POOL_SIZE = "10"
 HOUSEKEEPING_EVERY = 5
 # daphne's own periods (daphne/server.py), which its checkers reschedule themselves with.
