@@ -5,6 +5,7 @@ boundaries exactly as in production."""
 from __future__ import annotations
 
 import os
+import random
 import resource
 import socket
 import subprocess
@@ -50,10 +51,49 @@ def new_log_dir(label: str = "run") -> Path:
     return LOG_ROOT / f"{label}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
 
-def free_port() -> int:
+# Ports handed out by free_port: a port checked but not yet bound by its server is
+# otherwise free, and must not be handed out twice.
+_handed_out: set[int] = set()
+LOWEST_PORT = 20000
+
+
+def free_port(count: int = 1) -> int:
+    """The first of `count` consecutive ports on 127.0.0.1 that nothing holds, chosen below
+    the kernel's ephemeral range (net.ipv4.ip_local_port_range). A port inside that range
+    can go, between this check and the server's own bind, to any socket that binds port 0
+    or connects out: a worker's metrics server took `make run`'s second web port that way
+    (port + 1 of an ephemeral port), and the web process restarted until the test gave up."""
+    top = _ephemeral_low() - count
+    if top <= LOWEST_PORT:  # no room below the range: the kernel chooses
+        if count != 1:
+            raise RuntimeError(f"no room for {count} consecutive ports below the ephemeral range")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+    for _ in range(1000):
+        first = random.randrange(LOWEST_PORT, top)
+        ports = range(first, first + count)
+        if not _handed_out.intersection(ports) and all(_bindable(p) for p in ports):
+            _handed_out.update(ports)
+            return first
+    raise RuntimeError(f"no {count} free consecutive ports between {LOWEST_PORT} and {top}")
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def _bindable(port: int) -> bool:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers bind (Twisted, Redis)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def database_url(settings_dict: dict) -> str:

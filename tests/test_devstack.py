@@ -8,7 +8,6 @@ import os
 import queue
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -57,15 +56,8 @@ class _Output:
         return "".join(self.lines)
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) != 0
-
-
 def test_make_run_answers_and_stops_cleanly_on_ctrl_c(tmp_path):
-    port, redis_port = free_port(), free_port()
-    while not _port_free(port + 1):  # two web processes, on consecutive ports
-        port = free_port()
+    port, redis_port = free_port(count=2), free_port()  # two web processes, on consecutive ports
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env.update(TANDEM_PORT=str(port), TANDEM_EMBEDDED_REDIS_PORT=str(redis_port), TANDEM_WEB_PROCESSES="2",
                DATABASE_URL=f"sqlite:///{tmp_path / 'devstack.sqlite3'}", PYTHONUNBUFFERED="1")
