@@ -83,3 +83,11 @@ def world(db, redis_client):
         Membership.objects.create(user=u, tenant=t.tenant, role=role)
     yield w
     forget_quota_counters(redis_client, a.tenant, b.tenant)
+
+
+@pytest.fixture
+def agent_a(world):
+    """An agent of tenant A (the inbox's people), named Sam."""
+    u = user(first_name="Sam")
+    Membership.objects.create(user=u, tenant=world.a.tenant, role=Membership.Role.AGENT)
+    return u

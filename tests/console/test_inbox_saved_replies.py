@@ -10,17 +10,8 @@ from tandem.chat.models import Conversation
 from tandem.handoff import states
 from tandem.saved_replies import services
 from tandem.saved_replies.models import SavedReply
-from tenants.models import Membership
-from tests.console.conftest import user
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def agent_a(world):
-    u = user(first_name="Sam")
-    Membership.objects.create(user=u, tenant=world.a.tenant, role=Membership.Role.AGENT)
-    return u
 
 
 def test_an_agent_adds_a_saved_reply_and_it_expands_with_the_visitors_name(client, world, agent_a):

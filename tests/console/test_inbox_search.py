@@ -16,17 +16,9 @@ from tandem.chat import search
 from tandem.chat.models import Conversation, Message
 from tandem.handoff import inbox
 from tenants.access import access_list
-from tenants.models import Membership
-from tests.world import conversation, user, waiting
+from tests.world import conversation, waiting
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def agent_a(world):
-    u = user(first_name="Sam")
-    Membership.objects.create(user=u, tenant=world.a.tenant, role=Membership.Role.AGENT)
-    return u
 
 
 def test_a_search_finds_a_word_of_any_message_by_its_start_within_the_tenant(world):

@@ -17,13 +17,6 @@ from tests.world import conversation, user
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def agent_a(world):
-    u = user(first_name="Sam")
-    Membership.objects.create(user=u, tenant=world.a.tenant, role=Membership.Role.AGENT)
-    return u
-
-
 def test_an_agent_claims_replies_and_resolves_from_the_inbox(client, world, agent_a):
     a, conv = world.a.tenant.slug, world.conv_a
     states.handoff_request(conversation=conv, reason="button")

@@ -11,18 +11,11 @@ from tandem.chat.models import Conversation
 from tandem.handoff import states
 from tandem.labels import services
 from tandem.labels.models import Label
-from tenants.models import AuditLog, Membership
-from tests.world import user, waiting
+from tenants.models import AuditLog
+from tests.world import waiting
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture
-def agent_a(world):
-    u = user(first_name="Sam")
-    Membership.objects.create(user=u, tenant=world.a.tenant, role=Membership.Role.AGENT)
-    return u
 
 
 def test_an_admin_defines_labels_and_an_agent_sees_them_but_may_not_change_them(client, world, agent_a):

@@ -17,13 +17,6 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
 @pytest.fixture
-def agent_a(world):
-    u = user(first_name="Sam")
-    Membership.objects.create(user=u, tenant=world.a.tenant, role=Membership.Role.AGENT)
-    return u
-
-
-@pytest.fixture
 def agent_b(world):
     u = user(first_name="Noor")
     Membership.objects.create(user=u, tenant=world.a.tenant, role=Membership.Role.AGENT)
