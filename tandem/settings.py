@@ -108,7 +108,8 @@ TEMPLATES = [
 # - The web process (daphne) takes its connections from a pool (DB_POOL_SIZE below, set
 #   by tandem/webserver.py): its websocket consumers' database calls and its HTTP
 #   requests, each of which runs on a thread of its own under ASGI, return theirs when
-#   they finish (Channels' database_sync_to_async; tandem/asgi.py for a request).
+#   they finish (Channels' database_sync_to_async for a socket's, tandem.db_pool for the
+#   API's calls, tandem/asgi.py for the rest of a request).
 # - Celery workers: Celery's Django fixup closes every connection before and after each
 #   task (the model workers' many threads never hoard connections), except in the CPU
 #   tier (tandem/celery.py): one task at a time per process, and its retrieval reads the
