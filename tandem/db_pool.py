@@ -6,6 +6,7 @@ then."""
 from __future__ import annotations
 
 import functools
+import logging
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -15,6 +16,28 @@ from django.utils.deprecation import MiddlewareMixin
 from psycopg_pool import PoolTimeout
 
 RETRY_AFTER_S = 1  # a pool that stayed full DB_POOL_WAIT_S frees a connection in milliseconds
+OPEN_WAIT_S = 10  # how long a starting web process waits for its first connection
+
+logger = logging.getLogger(__name__)
+
+
+def open_pool(timeout: float = OPEN_WAIT_S) -> None:
+    """Open the process's pool and wait for its first connection, before the process
+    listens. Django opens the pool at the first query and lets the pool connect in the
+    background, so a burst that reaches a process just started would wait DB_POOL_WAIT_S
+    for a connection still being made, and with a short wait every request of it was a
+    503. A database that does not answer in `timeout` is logged, not fatal: the pool is
+    dropped (a pool whose wait failed is closed for good) and the first request makes a
+    new one, as without this."""
+    connection = connections["default"]
+    pool = getattr(connection, "pool", None)  # PostgreSQL's backend only (make run's is SQLite)
+    if pool is None:
+        return
+    try:
+        pool.open(wait=True, timeout=timeout)
+    except PoolTimeout:
+        logger.warning("no database connection after %s s; serving anyway", timeout)
+        connection.close_pool()
 
 
 def pooled_sync_to_async(fn, *, thread_sensitive: bool = True):

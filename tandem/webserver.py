@@ -18,6 +18,8 @@ from daphne.cli import CommandLineInterface
 from daphne.server import Server  # installs Twisted's asyncio reactor: import it first
 from twisted.internet import reactor
 
+from tandem.db_pool import open_pool
+
 # Its database connections come from a pool of this many (DB_POOL_SIZE in tandem/settings.py;
 # the environment's DB_POOL_SIZE, where set, wins): each HTTP request runs its sync code
 # on a thread of its own, and requests past this many wait for a connection instead of
@@ -32,6 +34,10 @@ TIMEOUT_CHECK_S = 2
 class TandemServer(Server):
     _application_ticks = 0
     _timeout_ticks = 0
+
+    def run(self):
+        open_pool()  # daphne has loaded the application, so Django is set up
+        super().run()
 
     def application_checker(self):
         self._application_ticks += 1

@@ -16,7 +16,7 @@ from django.db import connection
 from django.test import Client
 
 from benchmarks.webdb import ConnectionPeak
-from devstack.processes import database_url, extra_web
+from devstack.processes import database_url, extra_web, free_port
 from tests.api.test_rate_limits import body, burst, model_id
 from tests.factories import make_tenant
 from tests.world import user
@@ -82,3 +82,25 @@ def test_a_console_page_that_finds_the_pool_full_is_a_503_to_retry_not_a_500(pla
     busy = [r for r in responses if r.status_code == 503]
     assert busy, "no page found the pool full"
     assert busy[0].headers["retry-after"] == "1" and "busy" in busy[0].text
+
+
+def test_a_web_process_just_started_serves_its_first_request_from_a_ready_pool(platform):
+    """The process connects before it listens (tandem.db_pool.open_pool): a pool Django
+    opened at the first request would still be connecting when that request asked, and
+    a wait shorter than a connection's setup made it a 503 (CI saw a whole first burst
+    answered so)."""
+    client = Client()
+    client.force_login(user(is_staff=True))
+    with extra_web(platform, DB_POOL_SIZE="1", DB_POOL_WAIT_S="0.001") as web:
+        first = httpx.get(f"{web}/console/", cookies={"sessionid": client.cookies["sessionid"].value}, timeout=60)
+    assert first.status_code == 200, first.text[:200]
+
+
+def test_a_web_process_whose_database_does_not_answer_at_start_still_serves(platform):
+    """Waiting for the first connection is bounded (OPEN_WAIT_S) and not fatal: a process
+    that crashed instead would restart in a loop while the database comes up."""
+    nowhere = f"postgres://postgres@127.0.0.1:{free_port()}/tandem"  # a port nothing listens on
+    with extra_web(platform, DATABASE_URL=nowhere, DB_POOL_SIZE="1", DB_POOL_WAIT_S="0.5") as web:
+        assert httpx.get(f"{web}/healthz", timeout=30).json() == {"status": "ok"}
+        page = httpx.get(f"{web}/console/", cookies={"sessionid": "s" * 32}, timeout=30)  # a session to read
+    assert page.status_code == 503 and page.headers["retry-after"] == "1", page.text[:200]
