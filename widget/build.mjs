@@ -69,4 +69,4 @@ for (const [name, code] of [["widget.js", loaderCode], [appName, appCode]]) {
   total += gz;
   console.log(`${name.padEnd(32)} ${kb(code.length).padStart(9)}  gzip ${kb(gz)}`);
 }
-console.log(`${"total".padEnd(32)} ${"".padStart(9)}  gzip ${kb(total)} (budget 43 KB)`);
+console.log(`${"total".padEnd(32)} ${"".padStart(9)}  gzip ${kb(total)} (budget 44 KB, tests/widget/test_assets.py)`);

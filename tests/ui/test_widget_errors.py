@@ -111,3 +111,43 @@ def test_with_no_worker_for_the_tenant_the_widget_says_the_assistant_is_busy(pla
     expect(page.get_by_role("button", name="Stop")).to_be_hidden()
     expect(page.get_by_role("button", name="Send")).to_be_enabled()
     assert [e["code"] for e in events(page, "error")] == ["no_worker"]
+
+
+BUSY = {"status": 503, "headers": {"Retry-After": "1", "Content-Type": "text/plain"},
+        "body": "The server is busy; retry in a moment."}  # tandem.db_pool's page answer: no CORS headers
+
+
+def test_a_configuration_answered_busy_is_asked_again_and_the_widget_appears(platform, context, host_site):
+    """A burst that finds the web process's database pool full answers 503 (test_web_db_pool);
+    the page sees it as a network error (it has no CORS headers). The first configuration
+    request is answered so here, in the browser; the next goes to the platform."""
+    from playwright.sync_api import expect
+
+    tenant = make_tenant(origins=[host_site.origin])
+    asked = []
+
+    def busy_once(route):
+        asked.append(route.request.url)
+        route.fulfill(**BUSY) if len(asked) == 1 else route.continue_()
+
+    page = context.new_page()
+    page.route("**/widget/config?*", busy_once)
+    page.goto(host_site.page("/burst", embed_page(platform, tenant.widget_key.plaintext)))
+    page.get_by_role("button", name="Open chat").click(timeout=30_000)
+    assert len(asked) == 2, asked
+    expect(page.get_by_role("textbox", name="Message")).to_be_visible()
+    assert wait_for_event(page, "ready")
+
+
+def test_a_configuration_that_never_comes_is_asked_four_times_and_no_widget_is_shown(platform, context, host_site):
+    tenant = make_tenant(origins=[host_site.origin])
+    asked = []
+    page = context.new_page()
+    page.route("**/widget/config?*", lambda route: (asked.append(route.request.url), route.fulfill(**BUSY)))
+    # The loader's tries are 1 + 2 + 4 s apart; then the widget gives up, and says so.
+    with page.expect_console_message(lambda m: m.type == "warning", timeout=30_000) as warning:
+        page.goto(host_site.page("/down", embed_page(platform, tenant.widget_key.plaintext)))
+    assert "configuration could not be fetched" in warning.value.text
+    assert len(asked) == 4, asked
+    assert page.get_by_role("button", name="Open chat").count() == 0
+    assert not events(page, "ready")

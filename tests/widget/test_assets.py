@@ -12,8 +12,10 @@ import pytest
 
 STATIC = Path(__file__).resolve().parents[2] / "static" / "tandem"
 # widget.js and everything it loads, gzipped: 40 KB until the 👍/👎 and CSAT forms (issue 30) took ~1.4 KB,
-# 42 KB until attachments (issue 32: the paperclip, upload, files in messages) took ~1 KB.
-BUDGET = 43 * 1024
+# 42 KB until attachments (issue 32: the paperclip, upload, files in messages) took ~1 KB,
+# 43 KB until the loader asked a busy server for its configuration again (74 bytes), which
+# left the widget 15 bytes under; 44 KB leaves the next visitor-facing fix some room.
+BUDGET = 44 * 1024
 
 
 def _app_name() -> str:
@@ -23,7 +25,7 @@ def _app_name() -> str:
     return names.pop()
 
 
-def test_the_widget_and_everything_it_loads_weigh_at_most_43_kb_gzipped():
+def test_the_widget_and_everything_it_loads_weigh_at_most_44_kb_gzipped():
     files = [STATIC / "widget.js", STATIC / _app_name()]
     sizes = {f.name: len(gzip.compress(f.read_bytes(), compresslevel=9)) for f in files}
     assert sum(sizes.values()) <= BUDGET, sizes

@@ -31,12 +31,24 @@
 
   // The configuration is fetched while the widget's file loads, with the strings of the
   // visitor's language: the page's TandemSettings.locale, else the browser's languages.
+  // A server too busy to answer is asked again after 1, 2 and 4 s before the widget gives
+  // up: its 503 (docs/deploy.md, DB_POOL_WAIT_S) carries no CORS headers, so it reaches
+  // the page as a network error, and both are asked again.
   var n = w.navigator, locale = (w.TandemSettings || {}).locale;
-  var config = fetch(base + "/widget/config?key=" + encodeURIComponent(key) + "&locale=" +
-      encodeURIComponent(locale || "") + "&langs=" +
-      encodeURIComponent((n.languages || [n.language]).join(",")), { credentials: "omit" })
-    .then(function (r) { return r.json().then(function (body) { return { status: r.status, body: body }; }); })
-    .catch(function () { return { status: 0, body: null }; });
+  var configUrl = base + "/widget/config?key=" + encodeURIComponent(key) + "&locale=" +
+      encodeURIComponent(locale || "") + "&langs=" + encodeURIComponent((n.languages || [n.language]).join(","));
+  var ask = function (wait) {
+    return fetch(configUrl, { credentials: "omit" })
+      .then(function (r) {
+        if (r.status > 499) throw r;
+        return r.json().then(function (body) { return { status: r.status, body: body }; });
+      })
+      .catch(function () {
+        return wait > 4e3 ? { status: 0, body: null }
+          : new Promise(function (ok) { setTimeout(ok, wait); }).then(function () { return ask(wait * 2); });
+      });
+  };
+  var config = ask(1e3);
   Object.defineProperty(api, "_boot", { value: { key: key, base: base, config: config }, configurable: true });
 
   var app = d.createElement("script");
