@@ -1,9 +1,11 @@
 """Async endpoints that still appear in the OpenAPI schema.
 
-Django REST framework views are synchronous, and Django runs synchronous views of an
-ASGI app on one shared thread: a view that waits for a whole generation would stall
-every other sync view. So the endpoints that wait on a reply are async functions; this
-base gives them a DRF APIView class (`view.cls`) that drf-spectacular reads for the
+Django REST framework views are synchronous, and under ASGI Django runs each request's
+synchronous view on a thread of its own (asgiref's ThreadSensitiveContext): a view that
+waited for a whole generation would hold that thread, and a pooled database connection,
+for as long, so a few such requests would hold the whole pool. So the endpoints that
+wait on a reply are async functions; this base gives them a DRF APIView class
+(`view.cls`) that drf-spectacular reads for the
 schema, while requests go to the class's `<method>_async` handlers.
 
 Their database work goes through `tandem.db_pool.pooled_sync_to_async`, which gives the
