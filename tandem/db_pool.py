@@ -16,6 +16,7 @@ from django.utils.deprecation import MiddlewareMixin
 from psycopg_pool import PoolTimeout
 
 RETRY_AFTER_S = 1  # a pool that stayed full DB_POOL_WAIT_S frees a connection in milliseconds
+BUSY_MESSAGE = "The server is busy; retry shortly."  # a page's answer then, and the API's
 OPEN_WAIT_S = 10  # how long a starting web process waits for its first connection
 
 logger = logging.getLogger(__name__)
@@ -81,7 +82,7 @@ class PoolExhaustedMiddleware(MiddlewareMixin):
     def process_exception(self, request, exception):
         if not pool_exhausted(exception):
             return None
-        response = HttpResponse("The server is busy; retry shortly.\n", status=503,
+        response = HttpResponse(BUSY_MESSAGE + "\n", status=503,
                                 content_type="text/plain; charset=utf-8")
         response["Retry-After"] = str(RETRY_AFTER_S)
         return response

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.http import JsonResponse
 
-from tandem.db_pool import RETRY_AFTER_S, pool_exhausted
+from tandem.db_pool import BUSY_MESSAGE, RETRY_AFTER_S, pool_exhausted
 
 TYPES = {
     400: "invalid_request_error",
@@ -46,7 +46,7 @@ def error_response(status: int, message: str, *, code: str | None = None, param:
 
 def busy_error() -> ApiError:
     """The web process's database pool stayed full (tandem.db_pool.pool_exhausted)."""
-    return ApiError(503, "The server is busy; retry shortly.", code="server_busy",
+    return ApiError(503, BUSY_MESSAGE, code="server_busy",
                     headers={"Retry-After": str(RETRY_AFTER_S)})
 
 

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from tandem.chat.models import Message
+from tandem.db_pool import BUSY_MESSAGE, RETRY_AFTER_S
 from tenants.models import ComputePool
 from tests.factories import make_tenant
 from tests.faults.conftest import until
@@ -113,8 +114,9 @@ def test_with_no_worker_for_the_tenant_the_widget_says_the_assistant_is_busy(pla
     assert [e["code"] for e in events(page, "error")] == ["no_worker"]
 
 
-BUSY = {"status": 503, "headers": {"Retry-After": "1", "Content-Type": "text/plain"},
-        "body": "The server is busy; retry in a moment."}  # tandem.db_pool's page answer: no CORS headers
+# tandem.db_pool's page answer (PoolExhaustedMiddleware), which carries no CORS headers.
+BUSY = {"status": 503, "headers": {"Retry-After": str(RETRY_AFTER_S), "Content-Type": "text/plain; charset=utf-8"},
+        "body": BUSY_MESSAGE + "\n"}
 
 
 def test_a_configuration_answered_busy_is_asked_again_and_the_widget_appears(platform, context, host_site):
