@@ -129,7 +129,7 @@ def main(argv: list[str]) -> None:
                               log_dir=site.log_dir) as plat, extra_web(plat, DB_POOL_SIZE="0") as peer_url:
             sides = {"pooled": (plat.base_url, plat.web_pid(plat.base_url)),
                      "no pool": (peer_url, plat.web_pid(peer_url))}
-            for url, pid in sides.values():  # warm-up: code paths loaded, the pool opened
+            for url, pid in sides.values():  # warm-up: code paths loaded
                 measure(url, key, 4, ConnectionPeak(site.db_url, pid))
             runs: dict[str, dict[int, list[dict]]] = {side: {n: [] for n in bursts} for side in sides}
             for n in bursts:

@@ -103,7 +103,7 @@ class ConversationDetailView(AsyncAPIView):
     async def get_async(self, request, conversation_id):
         api_key = await self.authenticate(request)
         conv = await pooled_sync_to_async(_not_found)(services.conversation_get, tenant=api_key.tenant,
-                                               conversation_id=conversation_id)
+                                                      conversation_id=conversation_id)
         return JsonResponse(_conversation(conv))
 
 

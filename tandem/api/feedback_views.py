@@ -56,8 +56,9 @@ class MessageFeedbackView(AsyncAPIView):
         api_key = await self.authenticate(request)
         body = self.json_body(request)
         refuse_unknown(body, fs.FeedbackRequestSerializer)
-        row = await pooled_sync_to_async(_call)(services.feedback_give, tenant=api_key.tenant, message_id=message_id,
-                                         rating=body.get("rating"), comment=body.get("comment"))
+        row = await pooled_sync_to_async(_call)(
+            services.feedback_give, tenant=api_key.tenant, message_id=message_id,
+            rating=body.get("rating"), comment=body.get("comment"))
         return JsonResponse(_feedback(row))
 
 
@@ -76,7 +77,7 @@ class ConversationCsatView(AsyncAPIView):
     async def get_async(self, request, conversation_id):
         api_key = await self.authenticate(request)
         row = await pooled_sync_to_async(_call)(selectors.csat_get, tenant=api_key.tenant,
-                                         conversation_id=conversation_id)
+                                                conversation_id=conversation_id)
         if row is None:
             raise ApiError(404, "This conversation has no score yet.", code="csat_not_found")
         return JsonResponse(_csat(row))
@@ -85,6 +86,7 @@ class ConversationCsatView(AsyncAPIView):
         api_key = await self.authenticate(request)
         body = self.json_body(request)
         refuse_unknown(body, fs.CsatRequestSerializer)
-        row = await pooled_sync_to_async(_call)(services.csat_give, tenant=api_key.tenant, conversation_id=conversation_id,
-                                         score=body.get("score"), comment=body.get("comment"))
+        row = await pooled_sync_to_async(_call)(
+            services.csat_give, tenant=api_key.tenant, conversation_id=conversation_id,
+            score=body.get("score"), comment=body.get("comment"))
         return JsonResponse(_csat(row), status=201)

@@ -109,7 +109,8 @@ class ArticleDetailView(AsyncAPIView):
 
     async def get_async(self, request, article_id):
         api_key = await self.authenticate(request)
-        article = await pooled_sync_to_async(_input)(selectors.article_get, tenant=api_key.tenant, article_id=article_id)
+        article = await pooled_sync_to_async(_input)(selectors.article_get, tenant=api_key.tenant,
+                                                     article_id=article_id)
         return JsonResponse(ks.article_data(article, body=True))
 
     async def patch_async(self, request, article_id):

@@ -59,7 +59,7 @@ class ReplyFollower:
             else:
                 self._gave_up = True
                 failed = await pooled_sync_to_async(_give_up)(self.request_id, served=self.served,
-                                                       stalled=self._seen_token)
+                                                              stalled=self._seen_token)
                 # When it failed the request, its error record arrives through the stream next.
                 if failed:
                     continue
